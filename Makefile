@@ -1,0 +1,39 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   -- venv + install + tiny models + the main job, offline
+#   make test   -- venv + install .[dev] + the test suite (slow/gpu tests excluded)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+DEMO_OUT ?= out/demo
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+
+.PHONY: venv install tiny-models demo test test-all bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+tiny-models: install
+	$(PY) scripts/make_tiny_models.py
+
+demo: tiny-models
+	$(PY) scripts/demo.py --out $(DEMO_OUT)
+
+test: install
+	$(PY) -m pytest -q
+
+test-all: install
+	$(PY) -m pytest -q -m "" 
+
+bench: install
+	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf out .pytest_cache

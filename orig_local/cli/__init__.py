@@ -1,0 +1,72 @@
+"""The ``orig`` command: a thin layer over library functions.
+
+Each subcommand is one module in this package with ``help``, ``add_arguments(parser)`` and
+``run(args) -> int``. Modules import nothing heavy at top level, so ``orig --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# name -> module; a new subcommand is a new file plus one line here.
+COMMANDS = {
+    "config": "orig_local.cli.config_cmd",
+    "models": "orig_local.cli.models",
+}
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """The config options every run-type subcommand accepts."""
+    parser.add_argument("--config", "-c", action="append", default=[],
+                        help="YAML config file or packaged config name (repeatable; later wins)")
+    parser.add_argument("--set", "-s", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override one config value, e.g. backbone.preset=qwen2.5-vl-32b")
+    parser.add_argument("--offline", action="store_true",
+                        help="use the offline preset: tiny local models + bundled demo corpus, no network")
+
+
+def config_from_args(args: argparse.Namespace):
+    from orig_local.config import load_config
+
+    paths = (["offline"] if getattr(args, "offline", False) else []) + list(args.config)
+    config = load_config(paths, args.overrides)
+    if getattr(args, "quiet", False):
+        config.progress = False
+    return config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="orig", description="ORIG, local and open: retrieval-augmented factual image generation.")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no logs below WARNING, no progress bars")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    level = "WARNING" if args.quiet else args.log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from orig_local.configbase import ConfigError
+
+    try:
+        return int(args._run(args) or 0)
+    except ConfigError as exc:
+        print(f"orig: config error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

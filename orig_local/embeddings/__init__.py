@@ -1,0 +1,1 @@
+"""open_clip image/text embeddings and embedding-based image dedup."""

@@ -1,0 +1,1 @@
+"""Image generators (one backend per file, chosen by preset)."""

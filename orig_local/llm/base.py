@@ -1,0 +1,335 @@
+"""The chat-model protocol: messages with text and images in, a typed reply out.
+
+Every backend subclasses :class:`BaseChatModel` and implements one method, ``_complete``
+(one raw request/response). Caching, the concurrency limit, structured-output validation and
+its bounded retry live here once, so all backends behave the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from pydantic import BaseModel, ValidationError
+
+from orig_local.llm.config import ChatConfig
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class ImageRef:
+    """An image inside a chat message: a PIL image, a file path or encoded bytes.
+
+    Decoding is lazy; :meth:`sha256` hashes the canonical PNG bytes so the same picture from
+    a path or from memory gives the same cache key.
+    """
+
+    def __init__(self, source: Any, label: str | None = None):
+        if isinstance(source, ImageRef):
+            source, label = source.source, label or source.label
+        if isinstance(source, str):
+            source = Path(source)
+        self.source = source
+        self.label = label
+        self._png: bytes | None = None
+
+    def to_pil(self):
+        from PIL import Image
+
+        if isinstance(self.source, Path):
+            with Image.open(self.source) as im:
+                return im.convert("RGB")
+        if isinstance(self.source, (bytes, bytearray)):
+            with Image.open(io.BytesIO(self.source)) as im:
+                return im.convert("RGB")
+        return self.source.convert("RGB")
+
+    def png_bytes(self) -> bytes:
+        if self._png is None:
+            buf = io.BytesIO()
+            self.to_pil().save(buf, format="PNG")
+            self._png = buf.getvalue()
+        return self._png
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.png_bytes()).hexdigest()
+
+    def __repr__(self) -> str:
+        return f"ImageRef({self.label or type(self.source).__name__})"
+
+
+Part = str | ImageRef
+
+
+@dataclass
+class Message:
+    """One chat turn. ``parts`` mixes text and images in order."""
+
+    role: str  # system | user | assistant
+    parts: list[Part]
+
+    def __post_init__(self):
+        if self.role not in ("system", "user", "assistant"):
+            raise ValueError(f"unknown role {self.role!r}")
+        self.parts = [p if isinstance(p, str) else ImageRef(p) for p in self.parts]
+
+    @property
+    def images(self) -> list[ImageRef]:
+        return [p for p in self.parts if isinstance(p, ImageRef)]
+
+    @property
+    def text(self) -> str:
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+    def canonical(self) -> dict[str, Any]:
+        """JSON-able form with images replaced by their content hash (cache keys, traces)."""
+        return {
+            "role": self.role,
+            "parts": [p if isinstance(p, str) else {"image_sha256": p.sha256()} for p in self.parts],
+        }
+
+
+def system(text: str) -> Message:
+    return Message("system", [text])
+
+
+def user(*parts: Any) -> Message:
+    return Message("user", list(parts))
+
+
+def assistant(text: str) -> Message:
+    return Message("assistant", [text])
+
+
+# --------------------------------------------------------------------------- replies
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass
+class Completion:
+    """What one backend request returns, before any validation."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    # first generated token's top alternatives: {token_text: logprob}; None if not asked/served
+    top_logprobs: dict[str, float] | None = None
+
+
+@dataclass
+class ChatReply:
+    """A chat reply. ``parsed`` is set (and validated) when a schema was asked for."""
+
+    text: str
+    parsed: BaseModel | None
+    usage: Usage
+    latency_s: float
+    model: str
+    cached: bool = False
+    attempts: int = 1
+    invalid_replies: list[str] = field(default_factory=list)  # raw texts that failed validation
+    top_logprobs: dict[str, float] | None = None
+
+
+class ChatError(RuntimeError):
+    """A chat call that could not be completed."""
+
+
+class ChatConnectionError(ChatError):
+    """The server could not be reached or kept failing (after bounded retries)."""
+
+
+class StructuredOutputError(ChatError):
+    """Every attempt at a structured reply failed validation. Carries the raw texts."""
+
+    def __init__(self, schema: str, raw_texts: list[str], errors: list[str], usage: Usage):
+        self.schema = schema
+        self.raw_texts = raw_texts
+        self.errors = errors
+        self.usage = usage
+        last = raw_texts[-1][:200] if raw_texts else ""
+        super().__init__(
+            f"no valid {schema} after {len(raw_texts)} attempt(s); last error: "
+            f"{errors[-1] if errors else '?'}; last reply: {last!r}"
+        )
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_structured(text: str, schema: type[BaseModel]) -> BaseModel:
+    """Validate a reply as ``schema``. Accepts bare JSON or one fenced ```json block``` (models
+    prompted without guided decoding often fence their JSON); nothing else is scraped."""
+    body = text.strip()
+    if body.startswith("```"):
+        first_nl = body.find("\n")
+        end = body.rfind("```")
+        if first_nl != -1 and end > first_nl:
+            body = body[first_nl + 1 : end].strip()
+    return schema.model_validate_json(body)
+
+
+def schema_json(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+RETRY_NOTE = (
+    "Your previous reply could not be used: {error}\n"
+    "Reply again with only one JSON object that matches the required schema."
+)
+
+
+# --------------------------------------------------------------------------- base class
+
+
+class BaseChatModel:
+    """Shared behaviour of all chat backends. Subclasses implement :meth:`_complete`."""
+
+    backend = "base"
+
+    def __init__(self, config: ChatConfig, cache: "Any | None" = None):
+        self.config = config
+        self.cache = cache  # orig_local.cache.DiskCache or None
+        self._semaphore: asyncio.Semaphore | None = None
+        self.calls = 0  # backend requests actually sent (cache hits excluded)
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model or self.backend
+
+    def _limit(self) -> asyncio.Semaphore:
+        # Created lazily so the model can be built outside a running event loop.
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.config.concurrency)
+        return self._semaphore
+
+    async def _complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: type[BaseModel] | None,
+        temperature: float,
+        max_tokens: int,
+        logprobs: int | None,
+    ) -> Completion:
+        raise NotImplementedError
+
+    def cache_key(self, messages: Sequence[Message], schema, temperature, max_tokens, logprobs) -> str:
+        request = {
+            "backend": self.backend,
+            "model": self.model_name,
+            "messages": [m.canonical() for m in messages],
+            "schema": schema_json(schema) if schema else None,
+            "temperature": temperature,
+            "top_p": self.config.top_p,
+            "max_tokens": max_tokens,
+            "seed": self.config.seed,
+            "logprobs": logprobs,
+            "structured_mode": self.config.structured_mode if schema else None,
+        }
+        blob = json.dumps(request, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: type[BaseModel] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        logprobs: int | None = None,
+    ) -> ChatReply:
+        """Send ``messages``; with ``schema``, validate the reply (bounded retries) or raise
+        :class:`StructuredOutputError`. Temperature-0 calls are served from the cache."""
+        messages = list(messages)
+        temperature = self.config.temperature if temperature is None else temperature
+        max_tokens = max_tokens or self.config.max_tokens
+        use_cache = self.cache is not None and self.config.cache and temperature == 0.0
+        key = self.cache_key(messages, schema, temperature, max_tokens, logprobs) if use_cache else None
+        if key is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return self._from_cache(hit, schema)
+
+        start = time.perf_counter()
+        usage = Usage()
+        invalid: list[str] = []
+        errors: list[str] = []
+        convo = list(messages)
+        async with self._limit():
+            for attempt in range(1, self.config.schema_retries + 2 if schema else 2):
+                completion = await self._complete(
+                    convo, schema=schema, temperature=temperature,
+                    max_tokens=max_tokens, logprobs=logprobs,
+                )
+                self.calls += 1
+                usage = usage + completion.usage
+                if schema is None:
+                    parsed = None
+                    break
+                try:
+                    parsed = parse_structured(completion.text, schema)
+                    break
+                except (ValidationError, ValueError) as exc:
+                    error = _short_error(exc)
+                    log.debug("invalid %s reply (attempt %d): %s", schema.__name__, attempt, error)
+                    invalid.append(completion.text)
+                    errors.append(error)
+                    # A temperature-0 retry of the same request returns the same text, so the
+                    # retry shows the model its reply and the validation error instead.
+                    convo = list(messages) + [assistant(completion.text), user(RETRY_NOTE.format(error=error))]
+            else:
+                raise StructuredOutputError(schema.__name__, invalid, errors, usage)
+
+        reply = ChatReply(
+            text=completion.text, parsed=parsed, usage=usage,
+            latency_s=time.perf_counter() - start, model=self.model_name,
+            attempts=len(invalid) + 1, invalid_replies=invalid,
+            top_logprobs=completion.top_logprobs,
+        )
+        if key is not None:
+            self.cache.set(key, {
+                "text": reply.text, "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens, "attempts": reply.attempts,
+                "invalid_replies": invalid, "top_logprobs": reply.top_logprobs,
+            })
+        return reply
+
+    def _from_cache(self, hit: dict[str, Any], schema: type[BaseModel] | None) -> ChatReply:
+        parsed = parse_structured(hit["text"], schema) if schema else None
+        return ChatReply(
+            text=hit["text"], parsed=parsed,
+            usage=Usage(hit["prompt_tokens"], hit["completion_tokens"]),
+            latency_s=0.0, model=self.model_name, cached=True, attempts=hit["attempts"],
+            invalid_replies=hit["invalid_replies"], top_logprobs=hit.get("top_logprobs"),
+        )
+
+    async def aclose(self) -> None:
+        """Release connections / memory. Safe to call twice."""
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = [f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:3]]
+        return "; ".join(parts)
+    return str(exc)[:300]

@@ -1,0 +1,64 @@
+"""A chat model that replays canned replies: for tests and dry runs.
+
+Replies come from a list given in code, or from ``config.script`` (a YAML list or a JSONL file
+of strings). A reply may also be a callable ``(messages, schema) -> str`` so a test can answer
+according to what it was asked. Every request is recorded in ``self.requests``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Sequence, Union
+
+import yaml
+
+from orig_local.llm.base import BaseChatModel, Completion, Message, Usage
+from orig_local.llm.config import ChatConfig
+
+Reply = Union[str, Callable[[list[Message], object], str]]
+
+
+class ScriptExhausted(RuntimeError):
+    """More requests than scripted replies (with ``cycle=False``)."""
+
+
+class ScriptedChatModel(BaseChatModel):
+    backend = "scripted"
+
+    def __init__(self, config: ChatConfig, cache=None, replies: Sequence[Reply] | None = None,
+                 cycle: bool = False, latency_s: float = 0.0):
+        super().__init__(config, cache=cache)
+        if replies is None:
+            replies = _load_script(config.script) if config.script else []
+        self.replies = list(replies)
+        self.cycle = cycle
+        self.latency_s = latency_s
+        self.requests: list[dict] = []
+        self._next = 0
+
+    async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs) -> Completion:
+        if self.latency_s:
+            import asyncio
+
+            await asyncio.sleep(self.latency_s)
+        self.requests.append({"messages": messages, "schema": schema, "temperature": temperature})
+        if self._next >= len(self.replies):
+            if not self.cycle or not self.replies:
+                raise ScriptExhausted(f"scripted model has no reply #{self._next + 1}")
+            self._next = 0
+        reply = self.replies[self._next]
+        self._next += 1
+        text = reply(messages, schema) if callable(reply) else reply
+        prompt_tokens = sum(len(m.text.split()) + 256 * len(m.images) for m in messages)
+        return Completion(text=text, usage=Usage(prompt_tokens, len(text.split())))
+
+
+def _load_script(path: str) -> list[str]:
+    p = Path(path)
+    if p.suffix == ".jsonl":
+        return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: a script is a list of replies")
+    return [d if isinstance(d, str) else json.dumps(d) for d in data]

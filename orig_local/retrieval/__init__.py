@@ -1,0 +1,1 @@
+"""Retrieval: search backends, page reader, safe image fetcher, evidence store."""

@@ -1,0 +1,44 @@
+import pytest
+
+from orig_local.config import Config, load_config, save_config
+from orig_local.configbase import ConfigError
+
+
+def test_defaults_and_overrides():
+    c = load_config(overrides=["backbone.preset=qwen2.5-vl-32b", "backbone.temperature=0.2", "progress=false"])
+    assert c.backbone.preset == "qwen2.5-vl-32b"
+    assert c.backbone.temperature == 0.2
+    assert c.progress is False
+
+
+def test_unknown_key_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="temprature"):
+        load_config(overrides=["backbone.temprature=0.1"])
+    f = tmp_path / "c.yaml"
+    f.write_text("agent:\n  max_roundz: 3\n")
+    with pytest.raises(ConfigError, match="max_roundz"):
+        load_config([f])
+
+
+def test_files_merge_later_wins_and_roundtrip(tmp_path):
+    a = tmp_path / "a.yaml"
+    b = tmp_path / "b.yaml"
+    a.write_text("backbone:\n  preset: qwen2.5-vl-7b\n  max_tokens: 100\n")
+    b.write_text("backbone:\n  max_tokens: 200\n")
+    c = load_config([a, b])
+    assert (c.backbone.preset, c.backbone.max_tokens) == ("qwen2.5-vl-7b", 200)
+    saved = save_config(c, tmp_path / "run" / "config.yaml")
+    assert load_config([saved]) == c
+
+
+def test_packaged_offline_config():
+    c = load_config(["offline"])
+    assert c.backbone.backend == "transformers"
+    assert c.backbone.preset.startswith("tiny")
+
+
+def test_bad_override_syntax():
+    with pytest.raises(ConfigError):
+        load_config(overrides=["novalue"])
+    with pytest.raises(ConfigError):
+        load_config(overrides=["progress.x=1"])
