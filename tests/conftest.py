@@ -65,3 +65,19 @@ def chat_config():
     from orig_local.llm.config import ChatConfig
 
     return ChatConfig(backend="scripted", model="scripted")
+
+
+@pytest.fixture(scope="session")
+def tiny_dir() -> Path:
+    """The tiny-model folder (built on demand; reused across runs via the marker files)."""
+    from orig_local.paths import tiny_models_dir
+
+    return tiny_models_dir()
+
+
+def tiny_model(name: str) -> Path:
+    """Build (if needed) and return tiny model ``name``."""
+    from orig_local.paths import tiny_models_dir
+    from orig_local.tiny.build import build_one
+
+    return build_one(name, tiny_models_dir())

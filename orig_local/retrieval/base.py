@@ -5,9 +5,10 @@ The agent sees only these types; it never branches on which backend produced a h
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 
 class TextHit(BaseModel):
@@ -48,3 +49,54 @@ class SearchBackend(Protocol):
     async def text(self, query: str, k: int = 10) -> list[TextHit]: ...
 
     async def images(self, query: str, k: int = 10) -> list[ImageHit]: ...
+
+
+# --------------------------------------------------------------------------- reading & fetching
+
+FailureKind = Literal[
+    "timeout", "too_large", "not_html", "not_image", "blocked", "http_error", "empty",
+    "bot_wall", "redirects", "decode_error", "bomb", "duplicate", "connection", "invalid_url",
+]
+
+
+class Page(BaseModel):
+    """A web page read to main-content text (markdown)."""
+
+    url: str
+    final_url: str
+    title: str = ""
+    text: str
+    fetched_at: str  # ISO 8601 UTC
+    status: int
+
+
+class FetchFailure(BaseModel):
+    """Why a page or an image could not be used. Recorded in the trace, never raised past
+    the reader/fetcher."""
+
+    url: str
+    kind: FailureKind
+    detail: str = ""
+
+
+@dataclass
+class FetchedImage:
+    """A downloaded, verified, decoded, RGB, size-capped image."""
+
+    image: Any  # PIL.Image.Image (RGB)
+    sha256: str  # hash of the downloaded bytes (content address in the evidence store)
+    url: str
+    page_url: str | None = None
+    width: int = 0
+    height: int = 0
+    dhash: int | None = None  # 64-bit perceptual hash, for cheap near-duplicate drops
+
+
+@runtime_checkable
+class PageReader(Protocol):
+    async def read(self, url: str) -> Page | FetchFailure: ...
+
+
+@runtime_checkable
+class ImageFetcher(Protocol):
+    async def fetch(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure: ...

@@ -1,0 +1,132 @@
+"""open_clip image and text embeddings (L2-normalised), cached by image content hash."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+from typing import Any, Sequence
+
+import numpy as np
+
+from orig_local.embeddings.config import EmbedConfig
+
+log = logging.getLogger(__name__)
+
+
+def image_sha256(image) -> str:
+    """Content hash of a PIL image's pixels + size + mode (format-independent)."""
+    h = hashlib.sha256()
+    h.update(f"{image.mode}:{image.size}".encode())
+    h.update(image.tobytes())
+    return h.hexdigest()
+
+
+def pick_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class OpenClipEmbedder:
+    """Embeds images and texts with an open_clip model.
+
+    ``model_name`` is an open_clip architecture (``ViT-B-32``) with ``pretrained`` tag, or
+    ``local-dir:<folder>`` (tiny test models, or weights copied to a workstation offline).
+    ``cache`` (a :class:`~orig_local.cache.DiskCache`) keeps image embeddings by content hash,
+    so an image is embedded once across prompts and runs.
+    """
+
+    def __init__(self, model_name: str, pretrained: str | None = None, device: str = "auto",
+                 batch_size: int = 32, cache: Any | None = None):
+        from orig_local._lazy import require
+
+        open_clip = require("open_clip", "gen")
+        import torch
+
+        self.torch = torch
+        self.device = pick_device(device)
+        self.model_name = model_name
+        self.batch_size = batch_size
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            model_name, pretrained=pretrained, device=self.device
+        )
+        self.model = model.eval()
+        self.preprocess = preprocess
+        self.tokenizer = open_clip.get_tokenizer(model_name)
+        self.cache = cache
+        self._memory: dict[str, np.ndarray] = {}
+        self.images_embedded = 0  # forward passes actually run (cache hits excluded)
+
+    @classmethod
+    def from_config(cls, config: EmbedConfig, cache_dir=None) -> "OpenClipEmbedder":
+        from orig_local.presets import load_preset, resolve_model_path
+
+        preset = load_preset(config.preset)
+        if preset.open_clip is None:
+            raise ValueError(f"preset {config.preset!r} has no open_clip section")
+        cache = None
+        if cache_dir is not None:
+            from pathlib import Path
+
+            from orig_local.cache import DiskCache
+
+            cache = DiskCache(Path(cache_dir) / "embeddings.sqlite", namespace=f"clip:{preset.name}")
+        return cls(resolve_model_path(preset.open_clip.model_name), preset.open_clip.pretrained,
+                   device=config.device, batch_size=config.batch_size, cache=cache)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.text_projection.shape[1]) if hasattr(self.model, "text_projection") \
+            else int(self.embed_texts(["x"]).shape[1])
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        """(n, d) float32, rows L2-normalised. Cached by content hash."""
+        keys = [image_sha256(im) for im in images]
+        out: list[np.ndarray | None] = [self._lookup(k) for k in keys]
+        todo = [i for i, v in enumerate(out) if v is None]
+        for start in range(0, len(todo), self.batch_size):
+            idx = todo[start : start + self.batch_size]
+            batch = self.torch.stack([self.preprocess(images[i].convert("RGB")) for i in idx]).to(self.device)
+            with self.torch.no_grad():
+                feats = self.model.encode_image(batch).float()
+            feats = self.torch.nn.functional.normalize(feats, dim=-1).cpu().numpy().astype(np.float32)
+            self.images_embedded += len(idx)
+            for i, vec in zip(idx, feats):
+                out[i] = vec
+                self._store(keys[i], vec)
+        if not images:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(out)
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, d) float32, rows L2-normalised."""
+        vecs = []
+        for start in range(0, len(texts), self.batch_size):
+            tokens = self.tokenizer(list(texts[start : start + self.batch_size])).to(self.device)
+            with self.torch.no_grad():
+                feats = self.model.encode_text(tokens).float()
+            vecs.append(self.torch.nn.functional.normalize(feats, dim=-1).cpu().numpy().astype(np.float32))
+        return np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
+
+    def text_image_similarity(self, texts: Sequence[str], images: Sequence[Any]) -> np.ndarray:
+        """Cosine similarity matrix (len(texts), len(images))."""
+        return self.embed_texts(texts) @ self.embed_images(images).T
+
+    def _lookup(self, key: str) -> np.ndarray | None:
+        if key in self._memory:
+            return self._memory[key]
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                vec = np.asarray(hit, dtype=np.float32)
+                self._memory[key] = vec
+                return vec
+        return None
+
+    def _store(self, key: str, vec: np.ndarray) -> None:
+        self._memory[key] = vec
+        if self.cache is not None:
+            self.cache.set(key, vec.tolist())

@@ -1,0 +1,10 @@
+"""Builders of tiny random-weight models, made offline from configs with fixed seeds.
+
+They exercise the exact loading code used for real models (``from_pretrained``, open_clip
+``local-dir:``), so tests and ``make demo`` run the product path without a hub. One builder
+per file; ``scripts/make_tiny_models.py`` runs them all into :func:`orig_local.paths.tiny_models_dir`.
+"""
+
+BUILDERS = {
+    "clip": "orig_local.tiny.clip:build_tiny_clip",
+}

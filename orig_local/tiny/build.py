@@ -1,0 +1,39 @@
+"""Run the tiny-model builders into one folder, skipping finished ones."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from orig_local._lazy import load_object
+from orig_local.tiny import BUILDERS
+
+log = logging.getLogger(__name__)
+
+MARKER = ".complete"
+
+
+def build_one(name: str, root: Path, force: bool = False) -> Path:
+    """Build tiny model ``name`` into ``root/name`` unless already complete."""
+    out = Path(root) / name
+    if (out / MARKER).exists() and not force:
+        return out
+    if out.exists():
+        shutil.rmtree(out)  # a half-built folder from a crash: start clean
+    tmp = out.with_name(out.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    log.info("building tiny model %s", name)
+    load_object(BUILDERS[name])(tmp)
+    (tmp / MARKER).write_text("ok\n")
+    tmp.rename(out)  # atomic: a folder is either complete or absent
+    return out
+
+
+def build_all(root: Path, only: list[str] | None = None, force: bool = False) -> dict[str, Path]:
+    names = only or list(BUILDERS)
+    unknown = [n for n in names if n not in BUILDERS]
+    if unknown:
+        raise ValueError(f"unknown tiny models {unknown}; known: {list(BUILDERS)}")
+    return {name: build_one(name, root, force) for name in names}
