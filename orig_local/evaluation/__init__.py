@@ -1,0 +1,31 @@
+"""FIG-Eval harness: benchmark loaders, an open VLM judge, paper-exact scoring, phased
+resumable runs and reports. Attributes are resolved lazily so importing this stays cheap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {
+    "load_benchmark": "orig_local.evaluation.loaders:load_benchmark",
+    "LOADERS": "orig_local.evaluation.loaders:LOADERS",
+    "BenchmarkItem": "orig_local.evaluation.items:BenchmarkItem",
+    "Question": "orig_local.evaluation.items:Question",
+    "GoldFact": "orig_local.evaluation.items:GoldFact",
+    "summarize": "orig_local.evaluation.items:summarize",
+    "Judge": "orig_local.evaluation.judge:Judge",
+    "parse_verdict": "orig_local.evaluation.judge:parse_verdict",
+    "score_run": "orig_local.evaluation.scoring:score_run",
+    "run_phases": "orig_local.evaluation.runner:run_phases",
+    "build_report": "orig_local.evaluation.report:build_report",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from orig_local._lazy import load_object
+
+        return load_object(_LAZY[name])
+    raise AttributeError(f"module 'orig_local.evaluation' has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

@@ -1,9 +1,41 @@
-"""Config section for benchmark runs."""
+"""Config section for benchmark runs (``eval:`` in the YAML; CLI flags of ``orig eval`` fill it)."""
 
 from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
 
 from orig_local.configbase import StrictModel
 
 
 class EvalConfig(StrictModel):
-    benchmark: str = "figeval"
+    benchmark: str = "figeval"  # key of orig_local.evaluation.loaders.LOADERS
+    data: str | None = None  # benchmark folder/file (FIG-Eval: the authors' repo or a flat folder)
+    classes: list[str] | None = None  # None -> every class (FIG-Eval: the 10 paper classes)
+    include_others: bool = False  # FIG-Eval's 20 "others" prompts are not in the paper's table
+    seed: int = 0  # generation seed, the same for every prompt and condition
+    label: str | None = None  # run name in reports (default: the run folder's name)
+
+    # --- judge (the model itself is the root `judge:` ChatConfig; paper §4) ---
+    # How the true/false answer is constrained: "bool" = JSON boolean schema (guided decoding
+    # makes the reply exactly `true`/`false`), "object" = {"answer": bool}, "text" = no schema,
+    # the reply must be exactly true/false after trimming case and punctuation.
+    judge_answer_format: Literal["bool", "object", "text"] = "bool"
+    judge_logprobs: int = Field(0, ge=0, le=20)  # >0: ask top-k logprobs -> soft score P(true)
+    # The authors' released evaluation shows the judge the prompt's gold reference text; the
+    # paper's Eq. 10 does not mention it. On by default to match the published protocol.
+    judge_reference_text: bool = True
+    judge_errors: Literal["exclude", "false"] = "exclude"  # how scoring treats unparseable verdicts
+    judge_concurrency: int = Field(16, ge=1)  # prompts judged at once (questions of one prompt run together)
+    judge_name: str | None = None  # None -> judge.jsonl; else judge-<name>.jsonl (compare judges)
+
+    # --- retrieval accuracy (paper Eq. 12) ---
+    retrieval_accuracy: bool = True  # phase "all" also judges gold facts against the evidence
+    evidence_max_chars: int = Field(8000, ge=100)  # retrieved text shown to the fact judge
+    evidence_max_images: int = Field(4, ge=0)
+
+    # --- reports ---
+    bootstrap: int = Field(1000, ge=0)  # replicates for 95% CIs (0 = no CIs)
+    ci: float = Field(0.95, gt=0, lt=1)
+    bootstrap_seed: int = 0

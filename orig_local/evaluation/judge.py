@@ -1,0 +1,265 @@
+"""The FIG-Eval judge: an open VLM through the chat layer answers each question true/false.
+
+* Text questions see the generated image; "image" questions see the generated image and the
+  reference image, in that order, each labelled.
+* The answer is constrained (``answer_format``): ``bool`` sends the JSON schema
+  ``{"type": "boolean"}`` so guided decoding can only emit ``true``/``false``; ``object`` asks for
+  ``{"answer": <bool>}``; ``text`` sends no schema and :func:`parse_verdict` accepts the reply
+  only if it is exactly true/false after trimming case, quotes and punctuation. Multiple-choice
+  questions (I-HallA) are constrained to their option letters the same way.
+* Never a substring test: "False - it is not true" is an error, not True. An unparseable reply
+  is recorded as an error with its raw text (counted in reports), never defaulted.
+* Temperature 0 (cached by the chat layer); raw replies kept; optional soft score P(true) from
+  the first token's top logprobs when the server returns them.
+
+Instruction templates live in ``templates/judge_*.jinja`` (or a copy under ``prompts_dir``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import string
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from pydantic import BaseModel, RootModel, StrictBool, create_model
+
+from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
+from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+AnswerFormat = Literal["bool", "object", "text"]
+
+
+class BoolAnswer(RootModel[StrictBool]):
+    """The whole reply is a JSON boolean (schema ``{"type": "boolean"}``)."""
+
+
+class ObjectAnswer(BaseModel):
+    answer: StrictBool
+
+
+@dataclass
+class Verdict:
+    """One judged question (or gold fact). ``answer`` is what the judge said (bool, or a letter
+    for multiple choice), ``correct`` whether it matches the expected answer; both None on error."""
+
+    qid: str
+    answer: bool | str | None
+    expected: bool | str | None = True
+    correct: bool | None = None
+    concept: str | None = None
+    modality: str = "text"
+    p_true: float | None = None
+    raw: list[str] = field(default_factory=list)  # every raw reply (invalid attempts first)
+    error: str | None = None
+    cached: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- strict parsing
+
+_STRIP = string.whitespace + string.punctuation.replace("{", "").replace("}", "") + "“”‘’「」"
+
+
+def _normalize(text: str) -> str:
+    return text.strip().strip(_STRIP).strip().lower()
+
+
+def parse_verdict(text: str) -> bool | None:
+    """``True``/``False`` if the reply is exactly true or false (case, surrounding whitespace,
+    quotes and punctuation ignored; also a bare JSON ``true`` / ``{"answer": true}``), else
+    None. "False - it is not true" -> None; "The answer is true" -> None."""
+    body = text.strip()
+    if body.startswith("{"):
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError:
+            return None
+        if isinstance(data, dict) and set(data) == {"answer"} and isinstance(data["answer"], bool):
+            return data["answer"]
+        return None
+    word = _normalize(body)
+    return {"true": True, "false": False}.get(word)
+
+
+def parse_choice(text: str, letters: str) -> str | None:
+    """The option letter if the reply is exactly one of ``letters`` (``"B"``, ``"(b)"``, ``"B."``)."""
+    body = text.strip()
+    if body.startswith('"'):
+        try:
+            body = str(json.loads(body))
+        except json.JSONDecodeError:
+            return None
+    word = _normalize(body).upper()
+    return word if len(word) == 1 and word in letters else None
+
+
+def soft_true(top_logprobs: dict[str, float] | None) -> float | None:
+    """P(true) from the first token's alternatives: mass of tokens that start "true" over the
+    mass of tokens that start "true" or "false". None when neither appears."""
+    if not top_logprobs:
+        return None
+    t = f = 0.0
+    for token, lp in top_logprobs.items():
+        word = token.strip().strip('"{ ').lower()
+        if word and "true".startswith(word):
+            t += math.exp(lp)
+        elif word and "false".startswith(word):
+            f += math.exp(lp)
+    return t / (t + f) if t + f > 0 else None
+
+
+_PREFIX = re.compile(r"^\s*true\s+or\s+false\s*[:：]?\s*", re.IGNORECASE)
+
+
+def statement_of(question_text: str) -> str:
+    """FIG-Eval questions read "True or False: <statement>"; the judge gets the statement."""
+    return _PREFIX.sub("", question_text).strip()
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def _env(templates_dir: Path | None):
+    import jinja2
+
+    dirs = [str(templates_dir)] if templates_dir else []
+    dirs.append(str(TEMPLATES_DIR))  # a prompts_dir copy may override only some files
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=False, autoescape=False)
+
+
+# --------------------------------------------------------------------------- the judge
+
+
+class Judge:
+    """Answers benchmark questions about generated images with a chat model.
+
+    ``chat`` is any :class:`orig_local.llm.BaseChatModel` (openai / transformers / scripted).
+    """
+
+    def __init__(self, chat, answer_format: AnswerFormat = "bool", logprobs: int = 0,
+                 reference_text: bool = True, templates_dir: str | Path | None = None,
+                 name: str | None = None, max_tokens: int | None = None):
+        self.chat = chat
+        self.answer_format = answer_format
+        self.logprobs = logprobs or None
+        self.reference_text = reference_text
+        self.name = name or getattr(chat, "model_name", "judge")
+        self.max_tokens = max_tokens
+        self._env = _env(Path(templates_dir) if templates_dir else None)
+
+    @classmethod
+    def from_config(cls, config, chat=None) -> "Judge":
+        """Build from the root Config (``judge:`` chat section + ``eval:`` judge options)."""
+        if chat is None:
+            from orig_local.llm import make_chat_model
+
+            chat = make_chat_model(config.judge, cache_dir=config.resolved_cache_dir())
+        ev = config.eval
+        return cls(chat, answer_format=ev.judge_answer_format, logprobs=ev.judge_logprobs,
+                   reference_text=ev.judge_reference_text, templates_dir=config.prompts_dir,
+                   name=ev.judge_name or config.judge.preset or config.judge.model)
+
+    def render(self, name: str, **values) -> str:
+        return self._env.get_template(name).render(**values).strip()
+
+    def _schema(self, question: Question | None):
+        if question is not None and question.is_choice:
+            letters = string.ascii_uppercase[: len(question.choices)]
+            return RootModel[Literal[tuple(letters)]] if self.answer_format != "text" else None
+        return {"bool": BoolAnswer, "object": ObjectAnswer, "text": None}[self.answer_format]
+
+    async def _ask(self, messages, schema, letters: str | None) -> tuple[Any, list[str], Any]:
+        """Send; return (answer or None, raw texts, reply or error)."""
+        try:
+            reply = await self.chat.chat(messages, schema=schema, temperature=0.0,
+                                         max_tokens=self.max_tokens, logprobs=self.logprobs)
+        except StructuredOutputError as exc:
+            return None, list(exc.raw_texts), exc
+        except ChatError as exc:
+            return None, [], exc
+        raw = list(reply.invalid_replies) + [reply.text]
+        if schema is not None:
+            value = reply.parsed.root if isinstance(reply.parsed, RootModel) else reply.parsed.answer
+        elif letters:
+            value = parse_choice(reply.text, letters)
+        else:
+            value = parse_verdict(reply.text)
+        return value, raw, reply
+
+    def _finish(self, verdict: Verdict, value, raw, reply) -> Verdict:
+        verdict.raw = raw
+        if isinstance(reply, Exception):
+            verdict.error = f"{type(reply).__name__}: {str(reply)[:300]}"
+            usage = getattr(reply, "usage", None)
+            if usage is not None:
+                verdict.prompt_tokens, verdict.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+            return verdict
+        verdict.cached = reply.cached
+        verdict.prompt_tokens, verdict.completion_tokens = reply.usage.prompt_tokens, reply.usage.completion_tokens
+        if value is None:
+            verdict.error = f"unparseable verdict: {reply.text[:200]!r}"
+            return verdict
+        verdict.answer = value
+        verdict.correct = value == verdict.expected
+        if isinstance(value, bool):
+            verdict.p_true = soft_true(reply.top_logprobs)
+        return verdict
+
+    async def judge_question(self, question: Question, image: Any, reference_text: str = "") -> Verdict:
+        """Judge one question about ``image`` (PIL image or path)."""
+        verdict = Verdict(qid=question.id, answer=None, expected=question.answer,
+                          concept=question.concept, modality=question.modality)
+        has_reference = question.modality == "image"
+        if has_reference and (not question.reference_image or not question.reference_image_found
+                              or not Path(question.reference_image).is_file()):
+            verdict.error = f"reference image missing: {question.reference_image}"
+            return verdict
+        letters = string.ascii_uppercase[: len(question.choices)] if question.is_choice else None
+        choices = list(zip(letters, question.choices)) if letters else None
+        sys_text = self.render("judge_system.jinja", choices=choices, answer_format=self.answer_format)
+        text = self.render("judge_question.jinja", statement=statement_of(question.text),
+                           reference_text=reference_text.strip() if self.reference_text else "",
+                           has_reference=has_reference, choices=choices)
+        parts: list[Any] = ["Generated image:", ImageRef(image, label="generated")]
+        if has_reference:
+            parts += ["Reference image:", ImageRef(question.reference_image, label="reference")]
+        parts.append(text)
+        value, raw, reply = await self._ask([system(sys_text), user(*parts)], self._schema(question), letters)
+        return self._finish(verdict, value, raw, reply)
+
+    async def judge_item(self, item: BenchmarkItem, image: Any) -> list[Verdict]:
+        """All questions of ``item`` about its generated ``image`` (sent concurrently)."""
+        image = ImageRef(image)  # decode/hash once for all questions
+        return list(await asyncio.gather(*(
+            self.judge_question(q, image, item.reference_text) for q in item.questions
+        )))
+
+    async def judge_fact(self, fact: GoldFact, texts: Sequence[str], images: Sequence[Any],
+                         max_chars: int = 8000, max_images: int = 4) -> Verdict:
+        """Align(F^GT | R^t, R^v) of paper Eq. 12: is ``fact`` supported by the evidence?"""
+        verdict = Verdict(qid=fact.id, answer=None, expected=True, modality=fact.modality)
+        evidence = "\n\n".join(t.strip() for t in texts if t and t.strip())
+        if len(evidence) > max_chars:
+            evidence = evidence[:max_chars] + " [...]"
+        shown = list(images)[:max_images]
+        sys_text = self.render("judge_fact_system.jinja", answer_format=self.answer_format)
+        text = self.render("judge_fact.jinja", evidence_text=evidence, n_images=len(shown),
+                           modality=fact.modality, fact=fact.text)
+        parts: list[Any] = []
+        for k, img in enumerate(shown, 1):
+            parts += [f"Retrieved image {k}:", ImageRef(img, label=f"retrieved-{k}")]
+        parts.append(text)
+        schema = self._schema(None)
+        value, raw, reply = await self._ask([system(sys_text), user(*parts)], schema, None)
+        return self._finish(verdict, value, raw, reply)

@@ -1,0 +1,218 @@
+"""FIG-Eval, as its authors publish it (github.com/TyangJN/ORIG), or the flat sample layout.
+
+Accepted layouts under ``path``:
+
+* the authors' repository (or its ``eval/`` folder): ``data/FIG-Eval/prompts.jsonl``,
+  ``eval/reference/txt/<cat>/<cat>_grouped.json`` (+ ``<cat>_reference.jsonl``) and
+  ``eval/reference/img/*.png``;
+* flat: ``prompts.jsonl`` and ``<cat>_grouped.json`` (+ ``<cat>_reference.jsonl``, ``img/``)
+  in one folder.
+
+Quirks handled (each checked by a test): category ``sport`` vs ids ``sports_N`` and folder
+``sports``; empty ``prompt_en`` in grouped files (joined on id with ``prompts.jsonl``); gaps in
+question numbering (keys are kept as ids, order follows the number); reference images missing
+or differing in case (``People_26_0.png``) - missing ones are reported on the item, not fatal;
+the 20 ``others`` prompts are left out unless asked for; gold facts come from
+``<cat>_reference.jsonl`` when present, else from the ``txt_reference`` lines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+from orig_local.evaluation.items import (
+    FIGEVAL_CLASSES,
+    BenchmarkFormatError,
+    BenchmarkItem,
+    GoldFact,
+    Question,
+)
+
+log = logging.getLogger(__name__)
+
+CONCEPT_BY_ID = {1: "PF", 2: "CC", 3: "TC"}
+MODALITY_BY_CODE = {"T": "text", "I": "image"}
+# prompts.jsonl names the sports class "sport"; its ids and folder say "sports".
+CLASS_ALIASES = {"sport": "sports", "landmark": "landmarks", "events": "event", "products": "product",
+                 "animals": "animal", "plants": "plant", "foods": "food", "cultures": "culture"}
+
+
+def normalize_class(name: str) -> str:
+    name = name.strip().lower()
+    return CLASS_ALIASES.get(name, name)
+
+
+def _question_number(key: str) -> tuple[int, str]:
+    match = re.search(r"(\d+)$", key)
+    return (int(match.group(1)) if match else 10**9, key)
+
+
+def _find_prompts(root: Path) -> Path | None:
+    for candidate in (root / "prompts.jsonl", root / "data" / "FIG-Eval" / "prompts.jsonl",
+                      root.parent / "data" / "FIG-Eval" / "prompts.jsonl"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _find_grouped(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for base in (root, root / "eval" / "reference" / "txt", root / "reference" / "txt"):
+        found += sorted(base.glob("*_grouped.json"))
+        if base != root:
+            # one folder per category; the authors' "backup" folder holds stale copies
+            found += sorted(p for p in base.glob("*/*_grouped.json") if p.parent.name != "backup")
+    return found
+
+
+def _image_index(root: Path) -> dict[str, Path]:
+    """Lower-cased file name -> file, over every folder reference images may live in."""
+    index: dict[str, Path] = {}
+    for base in (root / "eval" / "reference" / "img", root / "reference" / "img", root / "img", root):
+        if base.is_dir():
+            for p in base.glob("*.png"):
+                index.setdefault(p.name.lower(), p)
+            for p in base.glob("*.jpg"):
+                index.setdefault(p.name.lower(), p)
+    return index
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise BenchmarkFormatError(f"{path}:{n}: not JSON: {exc}") from exc
+    return rows
+
+
+def _facts_from_reference(rows: list[dict], images: dict[str, Path]) -> dict[str, list[GoldFact]]:
+    facts: dict[str, list[GoldFact]] = {}
+    for row in rows:
+        pid = str(row.get("Prompt_id", "")).strip()
+        if not pid:
+            continue
+        kind = "image" if str(row.get("Text/Image", "T")).strip().upper() == "I" else "text"
+        facts.setdefault(pid.lower(), []).append(GoldFact(
+            id=str(row.get("Reference_id", len(facts.get(pid.lower(), [])) + 1)),
+            text=str(row.get("Content", "")).strip(),
+            modality=kind,
+            source=row.get("Source"),
+        ))
+    return facts
+
+
+def _facts_from_text(text: str) -> list[GoldFact]:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return [GoldFact(id=str(i), text=ln) for i, ln in enumerate(lines, 1)]
+
+
+def _questions(pid: str, entry: dict, images: dict[str, Path], where: Path,
+               issues: list[str]) -> list[Question]:
+    raw = entry.get("questions") or {}
+    if not isinstance(raw, dict):
+        raise BenchmarkFormatError(f"{where}: {pid}: 'questions' is not a mapping")
+    out = []
+    for key in sorted(raw, key=_question_number):
+        q = raw[key]
+        try:
+            concept = CONCEPT_BY_ID[int(q["class_id"])]
+            modality = MODALITY_BY_CODE[str(q["modal"]).strip().upper()]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise BenchmarkFormatError(
+                f"{where}: {pid}/{key}: bad class_id/modal ({q.get('class_id')!r}, {q.get('modal')!r})"
+            ) from exc
+        ref, found = None, True
+        if q.get("img_path"):
+            name = Path(str(q["img_path"])).name
+            hit = images.get(name.lower())
+            ref, found = (str(hit), True) if hit else (name, False)
+            if not found:
+                issues.append(f"{key}: reference image {name} not found")
+        elif modality == "image":
+            issues.append(f"{key}: image question without img_path")
+            found = False
+        out.append(Question(id=key, text=str(q.get("content", "")).strip(), concept=concept,
+                            modality=modality, reference_image=ref, reference_image_found=found))
+    return out
+
+
+def load(path: str | Path, classes: list[str] | None = None, include_others: bool = False) -> list[BenchmarkItem]:
+    """Read FIG-Eval from ``path`` (see module doc). ``classes`` restricts to some classes
+    (``sport`` and ``sports`` both work); ``others`` is dropped unless listed or
+    ``include_others``. Prompts whose category has no question file are skipped (logged)."""
+    root = Path(path)
+    if root.is_file():
+        root = root.parent
+    if not root.is_dir():
+        raise BenchmarkFormatError(f"FIG-Eval folder not found: {root}")
+    grouped_files = _find_grouped(root)
+    if not grouped_files:
+        raise BenchmarkFormatError(f"{root}: no <category>_grouped.json found (flat or eval/reference/txt/<cat>/)")
+    images = _image_index(root)
+
+    grouped: dict[str, tuple[dict, Path]] = {}
+    facts: dict[str, list[GoldFact]] = {}
+    for gf in grouped_files:
+        data = json.loads(gf.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise BenchmarkFormatError(f"{gf}: expected a mapping prompt_id -> entry")
+        for pid, entry in data.items():
+            grouped.setdefault(pid.strip().lower(), (entry, gf))
+        ref = gf.with_name(gf.name.replace("_grouped.json", "_reference.jsonl"))
+        if ref.is_file():
+            facts.update(_facts_from_reference(_read_jsonl(ref), images))
+
+    prompts_file = _find_prompts(root)
+    if prompts_file is not None:
+        prompt_rows = _read_jsonl(prompts_file)
+    else:  # grouped files alone: their own prompt_en must then be filled
+        prompt_rows = [{"id": pid, "category": pid.rsplit("_", 1)[0], "prompt_en": e.get("prompt_en", ""),
+                        "prompt_zh": e.get("prompt_zh")} for pid, (e, _) in grouped.items()]
+
+    wanted = {normalize_class(c) for c in classes} if classes else None
+    items: list[BenchmarkItem] = []
+    no_questions: dict[str, int] = {}
+    for row in prompt_rows:
+        pid = str(row["id"]).strip()
+        category = normalize_class(str(row.get("category") or pid.rsplit("_", 1)[0]))
+        if wanted is not None and category not in wanted:
+            continue
+        if wanted is None and category not in FIGEVAL_CLASSES and not include_others:
+            continue  # the 20 "others" prompts are not part of the 10-class table
+        hit = grouped.get(pid.lower())
+        if hit is None:
+            no_questions[category] = no_questions.get(category, 0) + 1
+            continue
+        entry, where = hit
+        issues: list[str] = []
+        questions = _questions(pid, entry, images, where, issues)
+        prompt = " ".join(str(row.get("prompt_en") or entry.get("prompt_en") or "").split())
+        if not prompt:
+            raise BenchmarkFormatError(f"{pid}: no English prompt in prompts.jsonl or {where.name}")
+        ref_text = str(entry.get("txt_reference") or "")
+        item_facts = facts.get(pid.lower()) or _facts_from_text(ref_text)
+        ref_images = sorted(
+            str(p) for name, p in images.items()
+            if re.fullmatch(re.escape(pid.lower()) + r"_\d+\.(png|jpg)", name)
+        )
+        for q in questions:
+            if q.reference_image_found and q.reference_image and q.reference_image not in ref_images:
+                ref_images.append(q.reference_image)
+        items.append(BenchmarkItem(
+            id=pid, prompt=prompt, category=category, questions=questions,
+            reference_text=ref_text, reference_images=ref_images, facts=item_facts,
+            prompt_zh=row.get("prompt_zh") or entry.get("prompt_zh") or None, issues=issues,
+        ))
+    for category, n in sorted(no_questions.items()):
+        log.info("FIG-Eval: %d %s prompt(s) skipped: no question file for them under %s", n, category, root)
+    missing = sum(1 for i in items for msg in i.issues if "not found" in msg)
+    if missing:
+        log.warning("FIG-Eval: %d reference image(s) missing (their questions will be recorded as errors)", missing)
+    return items

@@ -1,0 +1,207 @@
+"""Scoring exactly as the paper defines it (§4, Eq. 11), as pure functions.
+
+* S_i - per-prompt accuracy: the share of prompt i's questions judged correct.
+* class score - macro average of S_i over the prompts of that class.
+* concept score (PF/CC/TC) - macro average over prompts of the per-prompt accuracy restricted
+  to that concept's questions; prompts without a question of that concept are left out.
+  (This is NOT the share of all PF questions answered correctly: prompts weigh equally.)
+* All - mean of the class scores (the 10 FIG-Eval classes).
+* Bootstrap CIs resample prompts with replacement *within each class* (so every replicate
+  keeps the class structure "All" is built on), seeded; paired differences resample the same
+  prompt ids in both runs.
+
+Unparseable judge verdicts are never silently scored: ``errors="exclude"`` (default) drops
+them from S_i, ``errors="false"`` counts them wrong; either way they are counted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Literal, Sequence
+
+import numpy as np
+
+from orig_local.evaluation.items import CONCEPTS, FIGEVAL_CLASSES
+
+ErrorPolicy = Literal["exclude", "false"]
+
+
+@dataclass(frozen=True)
+class PromptScore:
+    """One prompt's tallies. ``by_concept[c] = (correct, total)``."""
+
+    id: str
+    category: str
+    correct: int
+    total: int
+    errors: int = 0
+    by_concept: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def s(self) -> float:
+        return self.correct / self.total if self.total else math.nan
+
+    def concept_accuracy(self, concept: str) -> float:
+        c, t = self.by_concept.get(concept, (0, 0))
+        return c / t if t else math.nan
+
+
+def prompt_score(id: str, category: str, outcomes: Iterable[tuple[str | None, bool | None]],
+                 errors: ErrorPolicy = "exclude") -> PromptScore:
+    """Tally ``(concept, correct)`` pairs; ``correct=None`` is a judge error."""
+    correct = total = n_err = 0
+    by: dict[str, list[int]] = {}
+    for concept, ok in outcomes:
+        if ok is None:
+            n_err += 1
+            if errors == "exclude":
+                continue
+            ok = False
+        total += 1
+        correct += int(bool(ok))
+        if concept:
+            slot = by.setdefault(concept, [0, 0])
+            slot[0] += int(bool(ok))
+            slot[1] += 1
+    return PromptScore(id, category, correct, total, n_err, {k: (v[0], v[1]) for k, v in by.items()})
+
+
+def class_scores(prompts: Sequence[PromptScore]) -> dict[str, float]:
+    """Macro average of S_i per class (prompts with no scored question are left out)."""
+    groups: dict[str, list[float]] = {}
+    for p in prompts:
+        if p.total:
+            groups.setdefault(p.category, []).append(p.s)
+    return {c: float(np.mean(v)) for c, v in groups.items()}
+
+
+def concept_scores(prompts: Sequence[PromptScore], concepts: Sequence[str] = CONCEPTS) -> dict[str, float]:
+    """Macro average over prompts of the per-prompt accuracy on each concept."""
+    out = {}
+    for c in concepts:
+        values = [p.concept_accuracy(c) for p in prompts if p.by_concept.get(c, (0, 0))[1]]
+        out[c] = float(np.mean(values)) if values else math.nan
+    return out
+
+
+def overall(classes: dict[str, float], class_names: Sequence[str] | None = None) -> float:
+    """"All": the mean of the class scores (of ``class_names`` when given, present ones only)."""
+    names = list(class_names) if class_names else list(classes)
+    values = [classes[c] for c in names if c in classes and not math.isnan(classes[c])]
+    return float(np.mean(values)) if values else math.nan
+
+
+def table_classes(prompts: Sequence[PromptScore]) -> list[str]:
+    """Table columns: the 10 FIG-Eval classes in the paper's order when the run is FIG-Eval,
+    otherwise the classes present, sorted."""
+    present = {p.category for p in prompts}
+    if present <= set(FIGEVAL_CLASSES) | {"others"}:
+        return list(FIGEVAL_CLASSES)
+    return sorted(present)
+
+
+def table_row(prompts: Sequence[PromptScore], class_names: Sequence[str] | None = None) -> dict[str, float]:
+    """One Table-3 row: every class, PF/CC/TC, All (fractions in [0, 1]; NaN = no data)."""
+    class_names = list(class_names or table_classes(prompts))
+    cls = class_scores(prompts)
+    row = {c: cls.get(c, math.nan) for c in class_names}
+    row.update(concept_scores(prompts))
+    row["All"] = overall(cls, class_names)
+    return row
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def _arrays(prompts: Sequence[PromptScore], class_names: Sequence[str]):
+    kept = [p for p in prompts if p.total and p.category in class_names]
+    kept.sort(key=lambda p: (list(class_names).index(p.category), p.id))
+    s = np.array([p.s for p in kept], dtype=float)
+    conc = np.array([[p.concept_accuracy(c) for c in CONCEPTS] for p in kept], dtype=float).reshape(len(kept), len(CONCEPTS))
+    blocks = []
+    start = 0
+    for c in class_names:
+        n = sum(1 for p in kept if p.category == c)
+        blocks.append((c, start, n))
+        start += n
+    return kept, s, conc, blocks
+
+
+def _draw(blocks, n_total: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    idx = np.empty((n_boot, n_total), dtype=np.int64)
+    for _, start, n in blocks:
+        if n:
+            idx[:, start:start + n] = start + rng.integers(0, n, size=(n_boot, n))
+    return idx
+
+
+def _cells(s: np.ndarray, conc: np.ndarray, blocks, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """Every table cell for each bootstrap replicate (rows of ``idx``)."""
+    import warnings
+
+    out: dict[str, np.ndarray] = {}
+    class_vals = []
+    for c, start, n in blocks:
+        if n:
+            v = s[idx[:, start:start + n]].mean(axis=1)
+            class_vals.append(v)
+        else:
+            v = np.full(idx.shape[0], np.nan)
+        out[c] = v
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a concept absent from a replicate
+        for k, c in enumerate(CONCEPTS):
+            out[c] = np.nanmean(conc[idx, k], axis=1) if idx.shape[1] else np.full(idx.shape[0], np.nan)
+    out["All"] = np.mean(class_vals, axis=0) if class_vals else np.full(idx.shape[0], np.nan)
+    return out
+
+
+def _interval(values: np.ndarray, ci: float) -> tuple[float, float]:
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return (math.nan, math.nan)
+    lo, hi = np.quantile(values, [(1 - ci) / 2, 1 - (1 - ci) / 2])
+    return (float(lo), float(hi))
+
+
+def bootstrap_ci(prompts: Sequence[PromptScore], class_names: Sequence[str] | None = None,
+                 n_boot: int = 1000, ci: float = 0.95, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Percentile bootstrap interval of every table cell (prompts resampled within classes)."""
+    class_names = list(class_names or table_classes(prompts))
+    kept, s, conc, blocks = _arrays(prompts, class_names)
+    idx = _draw(blocks, len(kept), n_boot, np.random.default_rng(seed))
+    return {k: _interval(v, ci) for k, v in _cells(s, conc, blocks, idx).items()}
+
+
+def paired_difference(a: Sequence[PromptScore], b: Sequence[PromptScore],
+                      class_names: Sequence[str] | None = None, n_boot: int = 1000,
+                      ci: float = 0.95, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+    """``b - a`` for every cell with a paired bootstrap CI: only prompt ids scored in both runs
+    are used, and each replicate resamples the same ids in both. Returns ``{cell: (diff, lo, hi)}``."""
+    common = {p.id for p in a if p.total} & {p.id for p in b if p.total}
+    a2 = [p for p in a if p.id in common]
+    b2 = [p for p in b if p.id in common]
+    class_names = list(class_names or table_classes(a2 + b2))
+    ka, sa, ca, blocks = _arrays(a2, class_names)
+    kb, sb, cb, blocks_b = _arrays(b2, class_names)
+    assert [p.id for p in ka] == [p.id for p in kb] and blocks == blocks_b
+    point_a, point_b = table_row(a2, class_names), table_row(b2, class_names)
+    idx = _draw(blocks, len(ka), n_boot, np.random.default_rng(seed))
+    da, db = _cells(sa, ca, blocks, idx), _cells(sb, cb, blocks, idx)
+    return {k: (point_b[k] - point_a[k], *_interval(db[k] - da[k], ci)) for k in da}
+
+
+# --------------------------------------------------------------------------- retrieval accuracy
+
+
+def retrieval_accuracy(supported: Iterable[bool | None]) -> float:
+    """A_i (paper Eq. 12): share of gold facts the retrieved evidence supports. Errors
+    (None) are left out; NaN when nothing was judged."""
+    values = [bool(v) for v in supported if v is not None]
+    return sum(values) / len(values) if values else math.nan
+
+
+def mean_ignoring_nan(values: Iterable[float]) -> float:
+    arr = np.array([v for v in values if not math.isnan(v)], dtype=float)
+    return float(arr.mean()) if len(arr) else math.nan
