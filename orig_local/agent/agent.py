@@ -1,0 +1,331 @@
+"""The ORIG agent: one loop for every condition and ablation of the paper.
+
+:meth:`Agent.run` reads as the paper's pipeline, in numbered steps; which steps run is decided
+by :class:`~orig_local.agent.config.AgentConfig` only. Each step is a stage module in
+``orig_local/agent/stages/``; every backbone call, search, read and fetch is a record in the
+run's :class:`~orig_local.agent.trace.Trace`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
+
+from orig_local.agent.config import AgentConfig
+from orig_local.agent.knowledge import ImageEvidence, KnowledgeBase, Source
+from orig_local.agent.prompting import PromptLibrary
+from orig_local.agent.stages.accumulation import accumulate
+from orig_local.agent.stages.base import Deduper, RetrieverLike, StageContext
+from orig_local.agent.stages.bootstrap import bootstrap
+from orig_local.agent.stages.enhance import enhance_prompt
+from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
+from orig_local.agent.stages.planning import plan_queries
+from orig_local.agent.stages.refinement import Reference, RefinementResult, refine, unrefined
+from orig_local.agent.stages.retrieval import retrieve_round
+from orig_local.agent.stages.sufficiency import evaluate_sufficiency
+from orig_local.agent.trace import StageRecord, Trace
+from orig_local.llm.base import BaseChatModel, ImageRef
+
+log = logging.getLogger(__name__)
+
+StopReason = Literal["sufficient", "max_rounds", "no_new_evidence", "error"]
+
+
+@dataclass
+class OracleEvidence:
+    """Gold references of a benchmark item (the Oracle condition): text lines and images
+    (PIL images, paths or bytes)."""
+
+    text: list[str] = field(default_factory=list)
+    images: list[Any] = field(default_factory=list)
+    source: str | None = None  # e.g. "figeval:<prompt id>"
+
+
+@dataclass
+class AgentResult:
+    """What one run produced. ``final_prompt`` and ``references`` (ordered, as cited by the
+    prompt) are what the generator receives; everything else explains how they came about."""
+
+    prompt: str
+    condition: str
+    final_prompt: str
+    references: list[ImageEvidence] = field(default_factory=list)
+    reference_notes: list[Reference] = field(default_factory=list)  # F^v per reference, same order
+    text_features: list[str] = field(default_factory=list)  # F^t
+    stop_reason: StopReason | None = None  # None for conditions without a retrieval loop
+    rounds: int = 0  # loop rounds run
+    bootstrapped: bool = False
+    parametric_only: bool = False  # retrieval was wanted but every search failed
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # a fatal error (the run was cut short); stage errors are in trace
+    knowledge: KnowledgeBase = field(default_factory=KnowledgeBase)
+    trace: Trace = field(default_factory=Trace)
+    generation: Any = None  # GenerationResult when a generator is configured
+    seconds: float = 0.0
+    item_id: str | None = None
+
+    @property
+    def iterations(self) -> int:
+        """Retrieval iterations as the paper's Table 4 counts them (bootstrap included)."""
+        return self.rounds + int(self.bootstrapped)
+
+    @property
+    def image(self):
+        return None if self.generation is None else self.generation.image
+
+    def to_json(self) -> dict[str, Any]:
+        gen = self.generation
+        return {
+            "item_id": self.item_id,
+            "prompt": self.prompt,
+            "condition": self.condition,
+            "final_prompt": self.final_prompt,
+            "references": [r.model_dump(mode="json") for r in self.references],
+            "reference_notes": [r.model_dump(mode="json") for r in self.reference_notes],
+            "text_features": self.text_features,
+            "stop_reason": self.stop_reason,
+            "rounds": self.rounds,
+            "iterations": self.iterations,
+            "parametric_only": self.parametric_only,
+            "notes": self.notes,
+            "error": self.error,
+            "stage_errors": self.trace.errors(),
+            "seconds": round(self.seconds, 3),
+            "generation": None if gen is None else {
+                "seed": gen.seed, "seconds": gen.seconds, "references_used": gen.references_used,
+                "notes": gen.notes, "params": gen.params,
+            },
+            "knowledge": self.knowledge.to_json(),
+            "trace": self.trace.to_json(),
+        }
+
+    def save(self, out_dir: str | Path, config: Any = None) -> Path:
+        """Write the output folder (see :func:`orig_local.agent.output.write_outputs`)."""
+        from orig_local.agent.output import write_outputs
+
+        return write_outputs(self, out_dir, config=config)
+
+
+class Agent:
+    """Runs ORIG (or one of its baselines/ablations) for one prompt at a time, or many at once.
+
+    Dependencies are explicit: ``chat`` is the backbone, ``retriever`` the web (or a local
+    corpus), ``generator`` an optional image generator, ``dedup`` an optional embedding-based
+    near-duplicate filter, ``prompts`` a :class:`PromptLibrary` or a folder of templates.
+    """
+
+    def __init__(
+        self,
+        chat: BaseChatModel,
+        retriever: RetrieverLike | None = None,
+        config: AgentConfig | None = None,
+        generator: Any = None,
+        dedup: Deduper | None = None,
+        prompts: PromptLibrary | str | Path | None = None,
+    ):
+        self.chat = chat
+        self.retriever = retriever
+        self.config = config or AgentConfig()
+        self.generator = generator
+        self.dedup = dedup
+        self.prompts = prompts if isinstance(prompts, PromptLibrary) else PromptLibrary(prompts)
+        self._generate_lock: asyncio.Lock | None = None  # one pipeline: one image at a time
+        if self.config.retrieves and retriever is None:
+            raise ValueError(f"condition {self.config.condition!r} needs a retriever")
+
+    # ------------------------------------------------------------------ one prompt
+
+    async def run(self, prompt: str, item: Any = None, oracle: OracleEvidence | None = None) -> AgentResult:
+        """Run the configured condition on ``prompt``.
+
+        ``oracle`` (or an ``item`` with ``oracle_evidence()``) supplies the gold references for
+        the Oracle condition. ``item`` may also carry an ``id``, kept in the result."""
+        cfg = self.config
+        prompt = " ".join(prompt.split())  # FIG-Eval prompts contain double spaces
+        ctx = StageContext(chat=self.chat, retriever=self.retriever, config=cfg, prompts=self.prompts,
+                           trace=Trace(), prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup)
+        result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
+                             knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
+        start = time.perf_counter()
+
+        # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
+        #    backbone's own knowledge.
+        if cfg.condition == "prompt_enhanced":
+            result.final_prompt = (await enhance_prompt(ctx)).final_prompt
+
+        # 2. Oracle: the benchmark's gold text and images take the place of retrieval.
+        elif cfg.condition == "oracle":
+            refined = self._load_oracle(ctx, oracle if oracle is not None else _oracle_of(item))
+            await self._construct(ctx, result, refined)
+
+        elif cfg.retrieves:
+            # 3. Bootstrapping retrieval: light text search on the prompt's rare entities.
+            if cfg.bootstrap and "text" in cfg.modalities:
+                await bootstrap(ctx)
+                result.bootstrapped = True
+            elif cfg.bootstrap:
+                ctx.note("bootstrap", "skipped", "bootstrap searches text; skipped for image-only retrieval")
+
+            # 4. The retrieval loop: plan -> search -> accumulate -> sufficient?
+            result.stop_reason, result.rounds = await self._research(ctx)
+            if ctx.searches and ctx.search_failures == ctx.searches:
+                result.parametric_only = True
+                result.notes.append(
+                    f"search unavailable: all {ctx.searches} searches failed; the prompt rests on "
+                    "the backbone's own knowledge"
+                )
+
+            # 5. Fine-grained refinement and 6. prompt extension.
+            refined = await self._refine(ctx)
+            await self._construct(ctx, result, refined)
+
+        # 7. Generation from P̂ and the ordered references, when a generator is configured.
+        if self.generator is not None:
+            await self._generate(ctx, result)
+
+        result.seconds = time.perf_counter() - start
+        return result
+
+    async def _research(self, ctx: StageContext) -> tuple[StopReason, int]:
+        """The loop of paper §3.2.1. Returns (stop reason, rounds run)."""
+        cfg = ctx.config
+        missing: list[str] = []
+        for rnd in range(1, cfg.round_limit + 1):
+            ctx.round = rnd
+            plan = await plan_queries(ctx, missing)  # 4a. sub-questions and queries
+            if plan.plan is None:
+                return "error", rnd - 1
+            if plan.queries == 0:
+                ctx.note("planning", "stop", "no new query to search")
+                return "no_new_evidence", rnd - 1
+            raw = await retrieve_round(ctx, plan.text_queries, plan.image_queries)  # 4b. search
+            added = await accumulate(ctx, raw)  # 4c. coarse filtering into K
+            if cfg.fixed_rounds is not None:  # Table 4: fixed length, no sufficiency check
+                continue
+            if added.added == 0:
+                return "no_new_evidence", rnd
+            sub_questions = [q.question for q in plan.plan.sub_questions]
+            verdict = (await evaluate_sufficiency(ctx, sub_questions)).decision  # 4d. enough?
+            if verdict is None:
+                return "error", rnd
+            if verdict.sufficient:
+                return "sufficient", rnd
+            missing = verdict.missing
+        return "max_rounds", cfg.round_limit
+
+    async def _refine(self, ctx: StageContext) -> RefinementResult:
+        if not len(ctx.knowledge):
+            ctx.note("refinement", "skipped", "knowledge base is empty: nothing to refine")
+            return RefinementResult()
+        if not ctx.config.refinement:
+            ctx.note("refinement", "skipped", "refinement off: K passed on unrefined")
+            return unrefined(ctx)
+        return await refine(ctx)
+
+    async def _construct(self, ctx: StageContext, result: AgentResult, refined: RefinementResult) -> None:
+        """Prompt extension (or its template stand-in) and the result's reference list."""
+        if ctx.config.prompt_extension:
+            ext: ExtensionResult = await extend_prompt(ctx, refined)
+        else:
+            ext = assemble_prompt(ctx, refined)
+        result.final_prompt = ext.final_prompt
+        by_id = {v.id: v for v in ctx.knowledge.images}
+        result.references = [by_id[i] for i in ext.references]
+        result.reference_notes = list(refined.references)
+        result.text_features = list(refined.text_features)
+
+    def _load_oracle(self, ctx: StageContext, oracle: OracleEvidence | None) -> RefinementResult:
+        """Gold evidence goes into K as is and is used as the refined evidence: it is already
+        curated, so neither filtering nor refinement may drop any of it."""
+        if oracle is None:
+            raise ValueError("the oracle condition needs OracleEvidence (run(..., oracle=...))")
+        src = Source(url=oracle.source, round=0, origin="oracle")
+        for line in oracle.text:
+            ctx.knowledge.add_text(line, src)
+        for image in oracle.images:
+            ref = ImageRef(image)
+            ctx.knowledge.add_image(ref.to_pil(), ref.sha256(), src, description="gold reference")
+        images = ctx.knowledge.images[: ctx.config.max_references]
+        if len(ctx.knowledge.images) > len(images):
+            ctx.note("extension", "oracle_cap", f"{len(ctx.knowledge.images) - len(images)} gold image(s) beyond max_references not passed")
+        return RefinementResult(
+            text_features=[t.text for t in ctx.knowledge.texts],
+            references=[Reference(id=v.id, contributes=v.description) for v in images],
+        )
+
+    async def _generate(self, ctx: StageContext, result: AgentResult) -> None:
+        from orig_local.generation.base import GenerationRequest
+
+        if self._generate_lock is None:
+            self._generate_lock = asyncio.Lock()
+        refs = [v.image for v in result.references]
+        request = GenerationRequest(prompt=result.final_prompt, references=refs, seed=self.config.seed)
+        record = StageRecord(stage="generation", step="generate", round=ctx.round,
+                             started_s=ctx.trace.elapsed(), evidence_ids=[v.id for v in result.references])
+        start = time.perf_counter()
+        async with self._generate_lock:
+            try:
+                result.generation = await asyncio.to_thread(self.generator.generate, request)
+                record.notes = list(result.generation.notes)
+                record.output = {"references_used": result.generation.references_used}
+            except Exception as exc:  # a generator failure must not lose the run's prompt
+                log.exception("generation failed")
+                record.error = f"{type(exc).__name__}: {exc}"
+        record.latency_s = time.perf_counter() - start
+        ctx.trace.add(record)
+
+    # ------------------------------------------------------------------ many prompts
+
+    async def run_many(
+        self,
+        prompts: Sequence[str | tuple[str, Any]],
+        concurrency: int | None = None,
+        on_result: Callable[[AgentResult], None] | None = None,
+    ) -> list[AgentResult]:
+        """Run many prompts with at most ``concurrency`` in flight (default
+        ``config.concurrency``), so a vLLM server's continuous batching stays full.
+
+        Each entry is a prompt or ``(prompt, item)``. A run that raises is returned as a result
+        with ``error`` set (and P as its prompt); the others go on. ``on_result`` is called as
+        each run finishes (e.g. to append a JSONL row). Results come back in input order."""
+        limit = asyncio.Semaphore(concurrency or self.config.concurrency)
+
+        async def one(entry) -> AgentResult:
+            prompt, item = entry if isinstance(entry, tuple) else (entry, None)
+            async with limit:
+                try:
+                    res = await self.run(prompt, item=item)
+                except Exception as exc:  # one bad item must not stop a benchmark run
+                    log.exception("run failed for %r", prompt[:80])
+                    res = AgentResult(prompt=prompt, condition=self.config.condition, final_prompt=prompt,
+                                      error=f"{type(exc).__name__}: {exc}", item_id=_item_id(item))
+            if on_result is not None:
+                on_result(res)
+            return res
+
+        return list(await asyncio.gather(*(one(e) for e in prompts)))
+
+    async def aclose(self) -> None:
+        """Close the backbone and the retriever (the generator is left to its owner)."""
+        await self.chat.aclose()
+        if self.retriever is not None and hasattr(self.retriever, "aclose"):
+            await self.retriever.aclose()
+
+
+def _item_id(item: Any) -> str | None:
+    if item is None:
+        return None
+    value = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
+    return None if value is None else str(value)
+
+
+def _oracle_of(item: Any) -> OracleEvidence | None:
+    """Gold evidence from a benchmark item: ``item.oracle_evidence()`` or an OracleEvidence."""
+    if item is None or isinstance(item, OracleEvidence):
+        return item
+    getter = getattr(item, "oracle_evidence", None)
+    return getter() if callable(getter) else None

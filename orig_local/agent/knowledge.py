@@ -1,0 +1,112 @@
+"""The knowledge base K: text facts and images, each with its provenance.
+
+Every entry has a short id (``T3``, ``V2``) used in prompts, in the trace and in the report, and
+a :class:`Source` saying where it came from (URL, the query that found it, the round, and the
+stage that added it). Images keep their pixels in memory (``image``) but serialise without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Origin = Literal["bootstrap", "retrieval", "oracle"]
+
+
+class Source(BaseModel):
+    url: str | None = None
+    title: str = ""
+    query: str | None = None
+    round: int = 0  # 0 = bootstrap / oracle, 1.. = loop round
+    origin: Origin = "retrieval"
+
+
+class TextEvidence(BaseModel):
+    id: str
+    text: str
+    kind: Literal["fact", "snippet", "passage"] = "fact"  # passage = unfiltered page text
+    source: Source
+
+
+class ImageEvidence(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    id: str
+    sha256: str
+    url: str | None = None
+    page_url: str | None = None
+    width: int = 0
+    height: int = 0
+    description: str = ""  # what the image filter saw in it
+    source: Source
+    image: Any = Field(default=None, exclude=True)  # PIL.Image (RGB); not serialised
+
+
+class KnowledgeBase:
+    """K, growing round by round. Ids are assigned here so they stay unique per run."""
+
+    def __init__(self) -> None:
+        self.texts: list[TextEvidence] = []
+        self.images: list[ImageEvidence] = []
+        self._seen_text: set[str] = set()
+        self._seen_images: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self.texts) + len(self.images)
+
+    def add_text(self, text: str, source: Source, kind: str = "fact") -> TextEvidence | None:
+        """Add one fact; an exact repeat (case/space-insensitive) is ignored and returns None."""
+        key = " ".join(text.lower().split())
+        if not key or key in self._seen_text:
+            return None
+        self._seen_text.add(key)
+        item = TextEvidence(id=f"T{len(self.texts) + 1}", text=text.strip(), kind=kind, source=source)
+        self.texts.append(item)
+        return item
+
+    def add_image(self, image: Any, sha256: str, source: Source, *, url: str | None = None,
+                  page_url: str | None = None, description: str = "") -> ImageEvidence | None:
+        """Add one image; the same bytes twice are ignored and return None."""
+        if sha256 in self._seen_images:
+            return None
+        self._seen_images.add(sha256)
+        w, h = getattr(image, "size", (0, 0))
+        item = ImageEvidence(
+            id=f"V{len(self.images) + 1}", sha256=sha256, url=url, page_url=page_url, width=w,
+            height=h, description=description, source=source, image=image,
+        )
+        self.images.append(item)
+        return item
+
+    def has_image(self, sha256: str) -> bool:
+        return sha256 in self._seen_images
+
+    def text_by_id(self, eid: str) -> TextEvidence | None:
+        return next((t for t in self.texts if t.id == eid), None)
+
+    def render_text(self, max_chars: int) -> str:
+        """K's text as prompt lines ``[T1] fact (source: url)``; newest entries are cut first."""
+        lines: list[str] = []
+        used = 0
+        for t in self.texts:
+            line = f"[{t.id}] {t.text}" + (f" (source: {t.source.url})" if t.source.url else "")
+            if used + len(line) > max_chars:
+                lines.append(f"[... {len(self.texts) - len(lines)} more entries omitted]")
+                break
+            lines.append(line)
+            used += len(line) + 1
+        return "\n".join(lines)
+
+    def render_images(self) -> str:
+        """One line per image in K (descriptions only; pixels are sent separately)."""
+        return "\n".join(
+            f"[{v.id}] {v.description or 'image'} (from: {v.page_url or v.url or 'unknown'})"
+            for v in self.images
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "texts": [t.model_dump(mode="json") for t in self.texts],
+            "images": [v.model_dump(mode="json") for v in self.images],
+        }

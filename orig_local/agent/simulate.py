@@ -1,0 +1,198 @@
+"""Stand-ins for dry runs, tests and the orchestration benchmark (no model, no network).
+
+* :class:`SimulatedRetriever` — the :class:`~orig_local.agent.stages.base.RetrieverLike`
+  interface over an in-memory corpus (by default the bundled demo corpus), with fixed latencies
+  and switchable failures (search, page reads, image fetches).
+* :func:`orig_responder` — a reply function for :class:`~orig_local.llm.scripted.ScriptedChatModel`
+  that answers every agent request by its schema name (``schema.__name__``), reading the
+  evidence out of the rendered request: it keeps every page sentence as a fact, keeps every
+  image, and writes the final prompt from the descriptors. It follows the packaged templates'
+  layout; a copied prompt folder with a different layout needs its own responder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from orig_local.retrieval.base import FetchedImage, FetchFailure, ImageHit, Page, TextHit
+
+DEMO_CORPUS = Path(__file__).resolve().parents[1] / "demo_corpus"
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = {"a", "an", "the", "of", "in", "on", "and", "with", "at", "to", "is", "for", "by", "its",
+         "it", "as", "from", "picture", "image", "photo", "show", "showing", "draw", "generate"}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+@dataclass
+class SimOutcome:
+    """Same attributes as retrieval's ``SearchOutcome``."""
+
+    query: str
+    hits: list = field(default_factory=list)
+    failures: list = field(default_factory=list)
+    backend: str | None = "simulated"
+
+
+class SimulatedRetriever:
+    """Word-overlap search over documents and image captions; every call sleeps a fixed time."""
+
+    def __init__(self, docs: list[dict], images: list[dict], *, search_latency_s: float = 0.0,
+                 read_latency_s: float = 0.0, fetch_latency_s: float = 0.0, fail_search: bool = False,
+                 fail_reads: bool = False, fail_fetches: bool = False):
+        self.docs = docs  # {id, title, text}
+        self.images = images  # {id, caption, image (PIL), doc_id}
+        self.search_latency_s = search_latency_s
+        self.read_latency_s = read_latency_s
+        self.fetch_latency_s = fetch_latency_s
+        self.fail_search, self.fail_reads, self.fail_fetches = fail_search, fail_reads, fail_fetches
+        self.calls: dict[str, int] = {"search_text": 0, "search_images": 0, "read_page": 0, "fetch_image": 0}
+
+    @classmethod
+    def from_demo_corpus(cls, root: str | Path = DEMO_CORPUS, **kwargs) -> "SimulatedRetriever":
+        from PIL import Image
+
+        root = Path(root)
+        docs = [json.loads(line) for line in (root / "docs.jsonl").read_text().splitlines() if line.strip()]
+        images = []
+        for line in (root / "images.jsonl").read_text().splitlines():
+            if line.strip():
+                meta = json.loads(line)
+                with Image.open(root / meta["file"]) as im:
+                    meta["image"] = im.convert("RGB")
+                images.append(meta)
+        return cls(docs, images, **kwargs)
+
+    async def _wait(self, seconds: float) -> None:
+        if seconds:
+            await asyncio.sleep(seconds)
+
+    def _rank(self, query: str, items: list[dict], text_of: Callable[[dict], str], k: int) -> list[dict]:
+        q = _words(query)
+        scored = [(len(q & _words(text_of(it))), i, it) for i, it in enumerate(items)]
+        scored = [s for s in scored if s[0] > 0]
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        return [it for _, _, it in scored[:k]]
+
+    async def search_text(self, query: str, k: int = 10) -> SimOutcome:
+        self.calls["search_text"] += 1
+        await self._wait(self.search_latency_s)
+        if self.fail_search:
+            return SimOutcome(query, failures=[{"backend": "simulated", "kind": "error", "detail": "service down"}], backend=None)
+        docs = self._rank(query, self.docs, lambda d: d["title"] + " " + d["text"], k)
+        hits = [TextHit(title=d["title"], url=f"corpus://doc/{d['id']}", snippet=d["text"][:160], rank=i,
+                        backend="simulated") for i, d in enumerate(docs, 1)]
+        return SimOutcome(query, hits=hits)
+
+    async def search_images(self, query: str, k: int = 10) -> SimOutcome:
+        self.calls["search_images"] += 1
+        await self._wait(self.search_latency_s)
+        if self.fail_search:
+            return SimOutcome(query, failures=[{"backend": "simulated", "kind": "error", "detail": "service down"}], backend=None)
+        found = self._rank(query, self.images, lambda m: m["caption"], k)
+        hits = [ImageHit(image_url=f"corpus://img/{m['id']}", page_url=f"corpus://doc/{m.get('doc_id')}",
+                         title=m["caption"], rank=i, backend="simulated") for i, m in enumerate(found, 1)]
+        return SimOutcome(query, hits=hits)
+
+    async def read_page(self, url: str) -> Page | FetchFailure:
+        self.calls["read_page"] += 1
+        await self._wait(self.read_latency_s)
+        if self.fail_reads:
+            return FetchFailure(url=url, kind="http_error", detail="simulated 503")
+        doc = next((d for d in self.docs if f"corpus://doc/{d['id']}" == url), None)
+        if doc is None:
+            return FetchFailure(url=url, kind="http_error", detail="404")
+        return Page(url=url, final_url=url, title=doc["title"], text=doc["text"],
+                    fetched_at="2025-01-01T00:00:00Z", status=200)
+
+    async def fetch_image(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure:
+        self.calls["fetch_image"] += 1
+        await self._wait(self.fetch_latency_s)
+        if self.fail_fetches:
+            return FetchFailure(url=url, kind="timeout", detail="simulated")
+        meta = next((m for m in self.images if f"corpus://img/{m['id']}" == url), None)
+        if meta is None:
+            return FetchFailure(url=url, kind="http_error", detail="404")
+        image = meta["image"]
+        import hashlib
+
+        sha = hashlib.sha256(image.tobytes()).hexdigest()
+        return FetchedImage(image=image, sha256=sha, url=url, page_url=page_url, width=image.width,
+                            height=image.height)
+
+    async def aclose(self) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------- scripted backbone
+
+
+def _after(text: str, marker: str) -> str:
+    i = text.find(marker)
+    return "" if i < 0 else text[i + len(marker):]
+
+
+def _prompt_of(text: str) -> str:
+    for line in text.splitlines():
+        for label in ("User prompt: ", "Prompt: "):
+            if line.startswith(label):
+                return line[len(label):].strip()
+    return ""
+
+
+def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts: int = 12,
+                   image_queries: bool = True) -> Callable[[list, Any], str]:
+    """A ``(messages, schema) -> str`` reply function for the whole agent (see module doc).
+
+    ``sufficient``: the sufficiency verdict (or a function of the rendered request)."""
+
+    def reply(messages, schema) -> str:
+        text = messages[-1].text
+        name = getattr(schema, "__name__", "")
+        prompt = _prompt_of(text)
+        n_images = len(messages[-1].images)
+        if name == "BootstrapPlan":
+            return json.dumps({"entities": [{"name": prompt, "why": "specific"}], "queries": [prompt]})
+        if name == "PageSelection":
+            return json.dumps({"reason": "most specific", "chosen": [1, 2]})
+        if name == "Plan":
+            searched = {q.strip().lower() for q in _after(text, "Already searched: ").split("\n")[0].split(";")}
+            options = [prompt + s for s in ("", " details", " appearance", " colours", " history", " shape")]
+            fresh = [q for q in options if q.lower() not in searched]
+            tq, iq = fresh[:1], fresh[1:2] if image_queries else []
+            return json.dumps({"analysis": "need appearance", "sub_questions": [
+                {"question": f"What does {prompt} look like?", "modality": "image", "reason": "appearance"}],
+                "text_queries": tq, "image_queries": iq})
+        if name == "TextFilter":
+            page = _after(text, "\nPage found by the query").split("\n", 1)[-1]
+            facts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", page) if len(s.strip()) > 10]
+            return json.dumps({"relevant": True, "consistent": True, "facts": facts[:max_facts]})
+        if name == "ImageFilter":
+            return json.dumps({"decisions": [{"image": i, "keep": True, "shows": f"candidate {i}"}
+                                             for i in range(1, n_images + 1)]})
+        if name == "Sufficiency":
+            ok = sufficient(text) if callable(sufficient) else sufficient
+            return json.dumps({"reason": "checked", "sufficient": ok, "missing": [] if ok else ["more detail"]})
+        if name == "RefinedText":
+            facts = re.findall(r"^\[T\d+\] (.*?)(?: \(source: [^)]*\))?$", text, re.M)
+            return json.dumps({"features": facts[:max_facts], "keep_images": list(range(1, n_images + 1))})
+        if name == "VisualFeatures":
+            return json.dumps({"images": [{"image": i, "contributes": f"the look of reference {i}",
+                                           "preserve": ["colours", "shape"], "ignore": ["background"]}
+                                          for i in range(1, n_images + 1)]})
+        if name == "Extension":
+            features = re.findall(r"^- (.*)$", _after(text, "Visual descriptors:"), re.M)
+            refs = " ".join(f"Follow reference image {i} for the appearance." for i in range(1, n_images + 1))
+            return json.dumps({"prompt": f"{prompt}. {' '.join(features)} {refs}".strip()})
+        if name == "EnhancedPrompt":
+            return json.dumps({"prompt": f"{prompt}, rendered in rich, accurate detail."})
+        raise ValueError(f"orig_responder: no scripted answer for schema {name!r}")
+
+    return reply

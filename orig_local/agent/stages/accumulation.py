@@ -1,0 +1,131 @@
+"""Multimodal knowledge accumulation (paper Eq. 3-5): coarse filtering into K.
+
+First text: each page read this round is checked against P and K (aligned with the prompt,
+consistent with what K holds) and reduced to short facts. Then images: the candidates are shown
+to the VLM beside the text evidence (K after this round's text) and kept only if they fit it.
+Both steps run their calls concurrently. With ``accumulation_filter`` off (paper Table 5, "w.o.
+Knowledge Accumulation") everything retrieved enters K unfiltered: pages as truncated passages,
+all images.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel, Field
+
+from orig_local.agent.knowledge import Source
+from orig_local.agent.stages.base import StageContext
+from orig_local.agent.stages.retrieval import RetrievedImage, RetrievedPage, RoundRetrieval
+
+
+class TextFilter(BaseModel):
+    relevant: bool = Field(description="the page is about what the prompt shows")
+    consistent: bool = Field(description="the page does not contradict the knowledge so far")
+    facts: list[str] = Field(default_factory=list, max_length=12,
+                             description="short, self-contained facts that help draw the scene")
+
+
+class ImageDecision(BaseModel):
+    image: int = Field(description="the image's number")
+    keep: bool
+    shows: str = Field("", description="what the image shows, in a few words")
+    reason: str = ""
+
+
+class ImageFilter(BaseModel):
+    decisions: list[ImageDecision] = Field(default_factory=list)
+
+
+class AccumulationResult(BaseModel):
+    added_text: list[str] = Field(default_factory=list)
+    added_images: list[str] = Field(default_factory=list)
+    rejected_pages: int = 0
+    rejected_images: int = 0
+    failed_calls: int = 0
+
+    @property
+    def added(self) -> int:
+        return len(self.added_text) + len(self.added_images)
+
+
+async def accumulate(ctx: StageContext, raw: RoundRetrieval) -> AccumulationResult:
+    result = AccumulationResult()
+    if not ctx.config.accumulation_filter:
+        _add_unfiltered(ctx, raw, result)
+        return result
+    await asyncio.gather(*(_filter_page(ctx, page, result) for page in raw.pages))
+    batch = ctx.config.max_images_per_call
+    batches = [raw.images[i: i + batch] for i in range(0, len(raw.images), batch)]
+    await asyncio.gather(*(_filter_images(ctx, b, result) for b in batches))
+    return result
+
+
+def _source(item: RetrievedPage | RetrievedImage, url: str | None) -> Source:
+    return Source(url=url, title=item.title, query=item.query, round=item.round, origin="retrieval")
+
+
+async def _filter_page(ctx: StageContext, page: RetrievedPage, result: AccumulationResult) -> None:
+    verdict, record = await ctx.ask(
+        stage="accumulation", step="text_filter", template="text_filter", schema=TextFilter,
+        variables={
+            "knowledge": ctx.knowledge.render_text(ctx.config.max_knowledge_chars),
+            "page_title": page.title, "page_url": page.url, "query": page.query,
+            "page_text": page.text[: ctx.config.max_page_chars],
+        },
+    )
+    if verdict is None:
+        result.failed_calls += 1
+        return
+    if not (verdict.relevant and verdict.consistent):
+        result.rejected_pages += 1
+        return
+    for fact in verdict.facts:
+        item = ctx.knowledge.add_text(fact, _source(page, page.url))
+        if item:
+            result.added_text.append(item.id)
+            record.evidence_ids.append(item.id)
+
+
+async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result: AccumulationResult) -> None:
+    listing = [{"n": i, "title": im.title, "query": im.query, "page": im.page_url or ""}
+               for i, im in enumerate(images, 1)]
+    verdict, record = await ctx.ask(
+        stage="accumulation", step="image_filter", template="image_filter", schema=ImageFilter,
+        variables={
+            "knowledge": ctx.knowledge.render_text(ctx.config.max_knowledge_chars),
+            "image_knowledge": ctx.knowledge.render_images(),
+            "candidates": listing,
+        },
+        images=[im.image for im in images],
+    )
+    if verdict is None:
+        result.failed_calls += 1
+        return
+    decisions = {d.image: d for d in verdict.decisions if 1 <= d.image <= len(images)}
+    if len(decisions) < len(images):
+        record.notes.append(f"{len(images) - len(decisions)} image(s) without a decision: not kept")
+    for n, im in enumerate(images, 1):
+        d = decisions.get(n)
+        if d is None or not d.keep:
+            result.rejected_images += 1
+            continue
+        item = ctx.knowledge.add_image(im.image, im.sha256, _source(im, im.page_url), url=im.url,
+                                       page_url=im.page_url, description=d.shows or im.title)
+        if item:
+            result.added_images.append(item.id)
+            record.evidence_ids.append(item.id)
+
+
+def _add_unfiltered(ctx: StageContext, raw: RoundRetrieval, result: AccumulationResult) -> None:
+    for page in raw.pages:
+        item = ctx.knowledge.add_text(page.text[: ctx.config.max_page_chars], _source(page, page.url), kind="passage")
+        if item:
+            result.added_text.append(item.id)
+    for im in raw.images:
+        item = ctx.knowledge.add_image(im.image, im.sha256, _source(im, im.page_url), url=im.url,
+                                       page_url=im.page_url, description=im.title)
+        if item:
+            result.added_images.append(item.id)
+    ctx.note("accumulation", "unfiltered", "accumulation_filter off: retrieved evidence added to K as is",
+             evidence_ids=result.added_text + result.added_images)

@@ -1,0 +1,134 @@
+"""What every stage shares: the run context and one traced backbone call (:meth:`ask`).
+
+A stage is an ``async def`` taking a :class:`StageContext` plus its inputs and returning a typed
+(pydantic) result. It never raises for model or web trouble: a failed call is recorded in the
+trace (``error``, raw invalid replies) and the stage returns a result that says what is missing,
+so the loop can degrade instead of collapse.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, TypeVar
+
+from pydantic import BaseModel
+
+from orig_local.agent.config import AgentConfig
+from orig_local.agent.knowledge import KnowledgeBase
+from orig_local.agent.prompting import PromptLibrary
+from orig_local.agent.trace import StageRecord, Trace, messages_digest
+from orig_local.llm.base import BaseChatModel, ChatError, Message, StructuredOutputError, system, user
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class RetrieverLike(Protocol):
+    """The parts of :class:`orig_local.retrieval.retriever.Retriever` the agent uses."""
+
+    async def search_text(self, query: str, k: int = 10) -> Any: ...  # SearchOutcome
+
+    async def search_images(self, query: str, k: int = 10) -> Any: ...  # SearchOutcome
+
+    async def read_page(self, url: str) -> Any: ...  # Page | FetchFailure
+
+    async def fetch_image(self, url: str, page_url: str | None = None) -> Any: ...  # FetchedImage | FetchFailure
+
+
+class Deduper(Protocol):
+    """Near-duplicate image removal (exact hash, then embedding similarity).
+
+    Returns the indices of the images to keep, in input order; earlier images win."""
+
+    def keep(self, images: Sequence[Any]) -> list[int]: ...
+
+
+@dataclass
+class StageContext:
+    """Everything a stage may touch during one run (one prompt)."""
+
+    chat: BaseChatModel
+    retriever: RetrieverLike | None
+    config: AgentConfig
+    prompts: PromptLibrary
+    trace: Trace
+    prompt: str  # the user's prompt P
+    knowledge: KnowledgeBase
+    dedup: Deduper | None = None
+    round: int = 0
+    read_urls: set[str] = field(default_factory=set)  # pages read in this run (never twice)
+    asked_queries: set[str] = field(default_factory=set)  # queries already searched in this run
+    seen_images: dict[str, int | None] = field(default_factory=dict)  # sha256 -> dHash, this run
+    search_failures: int = 0  # searches that failed outright (no hits, failures reported)
+    searches: int = 0
+
+    async def ask(
+        self,
+        *,
+        stage: str,
+        step: str,
+        template: str,
+        schema: type[T],
+        variables: dict[str, Any],
+        images: Sequence[Any] = (),
+        evidence_ids: Sequence[str] = (),
+    ) -> tuple[T | None, StageRecord]:
+        """Render ``template``, ask the backbone for a ``schema`` reply, record it in the trace.
+
+        Images are appended after the text, each announced by its 1-based label ("Image 2:"),
+        so the text that is fixed across requests stays a shared prefix.
+        Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
+        text = self.prompts.render(template, prompt=self.prompt, **variables)
+        parts: list[Any] = [text]
+        for i, image in enumerate(images, 1):
+            parts += [f"\nImage {i}:", image]
+        messages: list[Message] = [system(self.prompts.render("system")), user(*parts)]
+        canonical = [m.canonical() for m in messages]
+        record = StageRecord(
+            stage=stage, step=step, round=self.round, template=template,
+            messages_sha256=messages_digest(canonical),
+            messages=canonical if self.config.trace_messages else None,
+            evidence_ids=list(evidence_ids), started_s=self.trace.elapsed(),
+        )
+        start = time.perf_counter()
+        parsed: T | None = None
+        try:
+            reply = await self.chat.chat(messages, schema=schema)
+        except StructuredOutputError as exc:
+            record.error = f"StructuredOutputError: {exc}"
+            record.invalid_replies = list(exc.raw_texts)
+            record.attempts = len(exc.raw_texts)
+            record.prompt_tokens = exc.usage.prompt_tokens
+            record.completion_tokens = exc.usage.completion_tokens
+        except ChatError as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+            record.attempts = 1
+        else:
+            parsed = reply.parsed  # type: ignore[assignment]
+            record.output = parsed.model_dump(mode="json") if parsed is not None else reply.text
+            record.prompt_tokens = reply.usage.prompt_tokens
+            record.completion_tokens = reply.usage.completion_tokens
+            record.attempts = reply.attempts
+            record.invalid_replies = list(reply.invalid_replies)
+            record.cached = reply.cached
+        record.latency_s = time.perf_counter() - start
+        if record.error:
+            log.warning("%s/%s (round %d) failed: %s", stage, step, self.round, record.error[:300])
+        self.trace.add(record)
+        return parsed, record
+
+    def knowledge_image(self, eid: str) -> Any:
+        """The pixels of image ``eid`` in K."""
+        for v in self.knowledge.images:
+            if v.id == eid:
+                return v.image
+        raise KeyError(f"no image {eid!r} in the knowledge base")
+
+    def note(self, stage: str, step: str, message: str, **fields: Any) -> StageRecord:
+        """A record without a backbone call (a skipped stage, a fallback taken)."""
+        record = StageRecord(stage=stage, step=step, round=self.round, started_s=self.trace.elapsed(),
+                             notes=[message], **fields)
+        return self.trace.add(record)

@@ -1,0 +1,32 @@
+"""Prompt Enhanced baseline (paper Table 3): the backbone expands P from its own knowledge,
+with no retrieval. If the call fails, P is used unchanged and the trace says so."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from orig_local.agent.stages.base import StageContext
+from orig_local.agent.stages.text import clean_prompt, limit_words
+
+
+class EnhancedPrompt(BaseModel):
+    prompt: str = Field(description="the expanded image-generation prompt: plain prose, no markup")
+
+
+class EnhanceResult(BaseModel):
+    final_prompt: str
+    enhanced: bool  # False: the call failed and P is used as is
+    words_before_cut: int = 0
+
+
+async def enhance_prompt(ctx: StageContext) -> EnhanceResult:
+    out, record = await ctx.ask(
+        stage="enhance", step="expand", template="enhance", schema=EnhancedPrompt,
+        variables={"max_words": ctx.config.max_prompt_words},
+    )
+    text = clean_prompt(out.prompt) if out is not None else ""
+    if not text:
+        record.notes.append("no usable prompt: the original prompt is used")
+        return EnhanceResult(final_prompt=ctx.prompt, enhanced=False)
+    final, before = limit_words(text, ctx.config.max_prompt_words)
+    return EnhanceResult(final_prompt=final, enhanced=True, words_before_cut=before)

@@ -1,0 +1,85 @@
+"""Query planning (paper Eq. 1): compare the prompt P with K, name what is missing as
+sub-questions Q, map each to a modality, and write text queries S^t and image queries S^v.
+
+The backbone proposes; this stage enforces the rules: only the condition's modalities
+(orig_txt: text, orig_img: images), no query already searched in this run, at most
+``max_queries_per_round`` in total (paper App. A: one to five). Whatever it drops is listed in
+the result and the trace.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from orig_local.agent.stages.base import StageContext
+
+
+class SubQuestion(BaseModel):
+    question: str
+    modality: Literal["text", "image"] = Field(description="text for facts and relations, image for appearance")
+    reason: str = ""
+
+
+class Plan(BaseModel):
+    analysis: str = Field("", description="what the prompt needs that the knowledge does not cover yet")
+    sub_questions: list[SubQuestion] = Field(default_factory=list, max_length=8)
+    text_queries: list[str] = Field(default_factory=list, max_length=5)
+    image_queries: list[str] = Field(default_factory=list, max_length=5)
+
+
+class PlanningResult(BaseModel):
+    plan: Plan | None = None
+    text_queries: list[str] = Field(default_factory=list)
+    image_queries: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+
+    @property
+    def queries(self) -> int:
+        return len(self.text_queries) + len(self.image_queries)
+
+
+async def plan_queries(ctx: StageContext, missing: list[str]) -> PlanningResult:
+    cfg = ctx.config
+    plan, record = await ctx.ask(
+        stage="planning", step="plan", template="planning", schema=Plan,
+        variables={
+            "modalities": list(cfg.modalities),
+            "max_queries": cfg.max_queries_per_round,
+            "knowledge": ctx.knowledge.render_text(cfg.max_knowledge_chars),
+            "image_knowledge": ctx.knowledge.render_images(),
+            "missing": missing,
+            "previous_queries": sorted(ctx.asked_queries),
+        },
+        evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in ctx.knowledge.images],
+    )
+    result = PlanningResult(plan=plan)
+    if plan is None:
+        return result
+
+    pools = {"text": plan.text_queries, "image": plan.image_queries}
+    chosen: dict[str, list[str]] = {"text": [], "image": []}
+    seen = set(ctx.asked_queries)
+    # Interleave text and image queries so the cap does not starve one modality.
+    for i in range(max(len(plan.text_queries), len(plan.image_queries))):
+        for modality in ("text", "image"):
+            if i >= len(pools[modality]):
+                continue
+            q = " ".join(pools[modality][i].split())
+            key = q.lower()
+            if not q:
+                continue
+            if modality not in cfg.modalities:
+                result.dropped.append(f"{modality}: {q} (modality off for {cfg.condition})")
+            elif key in seen:
+                result.dropped.append(f"{modality}: {q} (already searched)")
+            elif len(chosen["text"]) + len(chosen["image"]) >= cfg.max_queries_per_round:
+                result.dropped.append(f"{modality}: {q} (over {cfg.max_queries_per_round} per round)")
+            else:
+                seen.add(key)
+                chosen[modality].append(q)
+    result.text_queries, result.image_queries = chosen["text"], chosen["image"]
+    if result.dropped:
+        record.notes.append("dropped: " + "; ".join(result.dropped))
+    return result

@@ -1,0 +1,239 @@
+"""Modality-specific retrieval (paper Eq. 2, App. A).
+
+Text: top-10 hits per query; the backbone picks the 2 most relevant from title + snippet; those
+pages are read in full. Images: top-10 hits per query; fetched best-ranked first until 5 have
+downloaded and are unique. Every query of a round runs concurrently (:func:`retrieve_round`);
+within a query, the reads and fetches run concurrently too. Search, read and fetch failures go
+into the trace; nothing here raises for web trouble.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from orig_local.agent.stages.base import StageContext
+from orig_local.agent.trace import StageRecord
+from orig_local.retrieval.base import FetchFailure, SearchError
+
+# Paper-free safety margin: two images whose 64-bit dHash differ in <= 6 bits are the same
+# picture recompressed or resized (see notes/offline-models.md).
+DHASH_MAX_DISTANCE = 6
+
+
+class PageSelection(BaseModel):
+    """Which search results to read in full."""
+
+    reason: str = Field("", description="one sentence on why these results are the most useful")
+    chosen: list[int] = Field(description="result numbers of the best pages, best first", max_length=10)
+
+
+class RetrievedPage(BaseModel):
+    query: str
+    url: str
+    title: str = ""
+    text: str
+    round: int
+
+
+@dataclass
+class RetrievedImage:
+    image: Any  # PIL RGB
+    sha256: str
+    url: str
+    page_url: str | None
+    title: str
+    query: str
+    round: int
+    dhash: int | None = None
+
+
+class RoundRetrieval(BaseModel):
+    """Raw evidence of one round (R^t and R^v), before coarse filtering."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    pages: list[RetrievedPage] = Field(default_factory=list)
+    images: list[Any] = Field(default_factory=list)  # RetrievedImage
+    searches: int = 0
+    failed_searches: int = 0  # searches that returned no hits and reported failures
+
+
+def failure_dict(failure: Any) -> dict[str, Any]:
+    """A search/read/fetch failure as JSON for the trace, whatever its type."""
+    if isinstance(failure, dict):
+        return dict(failure)
+    if hasattr(failure, "model_dump"):
+        return failure.model_dump(mode="json")
+    if dataclasses.is_dataclass(failure):
+        return {k: str(v) for k, v in dataclasses.asdict(failure).items()}
+    return {"detail": str(failure)}
+
+
+async def _search(ctx: StageContext, modality: str, query: str, k: int, stage: str) -> tuple[list, StageRecord]:
+    """One traced search. Returns (hits, record); a raised SearchError becomes a failure."""
+    record = StageRecord(stage=stage, step=f"search_{modality}", round=ctx.round,
+                         started_s=ctx.trace.elapsed())
+    start = time.perf_counter()
+    hits: list = []
+    try:
+        fn = ctx.retriever.search_text if modality == "text" else ctx.retriever.search_images
+        outcome = await fn(query, k=k)
+        hits = list(outcome.hits)[:k]
+        record.failures = [failure_dict(f) for f in getattr(outcome, "failures", [])]
+    except SearchError as exc:
+        record.failures = [{"kind": type(exc).__name__, "detail": str(exc)}]
+    record.latency_s = time.perf_counter() - start
+    if modality == "text":
+        record.searches_text = 1
+        record.output = {"query": query, "hits": [{"rank": h.rank, "title": h.title, "url": h.url} for h in hits]}
+    else:
+        record.searches_image = 1
+        record.output = {"query": query, "hits": [{"rank": h.rank, "title": h.title, "url": h.image_url} for h in hits]}
+    ctx.searches += 1
+    if not hits:
+        record.error = "no results" + (f" ({len(record.failures)} failure(s))" if record.failures else "")
+        ctx.search_failures += int(_service_failed(record))
+    ctx.trace.add(record)
+    return hits, record
+
+
+def _service_failed(record: StageRecord) -> bool:
+    """No hits because the service failed (not merely an empty answer)."""
+    return any(f.get("kind") != "empty" for f in record.failures)
+
+
+async def search_snippets(ctx: StageContext, query: str, stage: str) -> tuple[list, bool]:
+    """Text search only (the bootstrap's light retrieval). Returns (hits, search_failed)."""
+    hits, record = await _search(ctx, "text", query, ctx.config.text_top_k, stage)
+    return hits, (not hits and _service_failed(record))
+
+
+async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPage], bool]:
+    """Search, let the backbone pick pages from title + snippet, read them in full."""
+    cfg = ctx.config
+    hits, record = await _search(ctx, "text", query, cfg.text_top_k, "retrieval")
+    failed = not hits and _service_failed(record)
+    hits = [h for h in hits if h.url not in ctx.read_urls]
+    if not hits:
+        return [], failed
+
+    chosen = hits
+    if len(hits) > cfg.pages_per_query:
+        listing = [{"n": i, "title": h.title, "url": h.url, "snippet": h.snippet} for i, h in enumerate(hits, 1)]
+        selection, rec = await ctx.ask(
+            stage="retrieval", step="select_pages", template="select_pages", schema=PageSelection,
+            variables={"query": query, "results": listing, "n_pages": cfg.pages_per_query},
+        )
+        picked = [] if selection is None else [n for n in dict.fromkeys(selection.chosen) if 1 <= n <= len(hits)]
+        if picked:
+            chosen = [hits[n - 1] for n in picked]
+        else:
+            rec.notes.append("no usable selection; reading the top-ranked results instead")
+    chosen = chosen[: cfg.pages_per_query]
+    for h in chosen:
+        ctx.read_urls.add(h.url)
+
+    async def read(hit) -> RetrievedPage | None:
+        rec = StageRecord(stage="retrieval", step="read_page", round=ctx.round, page_reads=1,
+                          started_s=ctx.trace.elapsed(), output={"url": hit.url})
+        start = time.perf_counter()
+        page = await ctx.retriever.read_page(hit.url)
+        rec.latency_s = time.perf_counter() - start
+        ctx.trace.add(rec)
+        if isinstance(page, FetchFailure):
+            rec.failures = [failure_dict(page)]
+            rec.error = f"read failed: {page.kind}"
+            return None
+        if not page.text.strip():
+            rec.error = "read failed: empty page"
+            return None
+        rec.output = {"url": hit.url, "title": page.title or hit.title, "chars": len(page.text)}
+        return RetrievedPage(query=query, url=page.final_url or hit.url, title=page.title or hit.title,
+                             text=page.text, round=ctx.round)
+
+    pages = await asyncio.gather(*(read(h) for h in chosen))
+    return [p for p in pages if p is not None], failed
+
+
+def _is_duplicate(ctx: StageContext, sha256: str, dhash: int | None) -> bool:
+    if sha256 in ctx.seen_images:
+        return True
+    if dhash is None:
+        return False
+    return any(d is not None and bin(d ^ dhash).count("1") <= DHASH_MAX_DISTANCE for d in ctx.seen_images.values())
+
+
+async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[RetrievedImage], bool]:
+    """Search images; fetch best-ranked first, in concurrent waves, until enough are unique."""
+    cfg = ctx.config
+    hits, record = await _search(ctx, "image", query, cfg.image_top_k, "retrieval")
+    failed = not hits and _service_failed(record)
+    kept: list[RetrievedImage] = []
+    rec = StageRecord(stage="retrieval", step="fetch_images", round=ctx.round,
+                      started_s=ctx.trace.elapsed(), output={"query": query})
+    start = time.perf_counter()
+    i = 0
+    while len(kept) < cfg.images_per_query and i < len(hits):
+        wave = hits[i: i + cfg.images_per_query - len(kept)]
+        i += len(wave)
+        results = await asyncio.gather(*(ctx.retriever.fetch_image(h.image_url, page_url=h.page_url) for h in wave))
+        rec.image_fetches += len(wave)
+        for hit, res in zip(wave, results):  # rank order
+            if isinstance(res, FetchFailure):
+                rec.failures.append(failure_dict(res))
+                continue
+            if _is_duplicate(ctx, res.sha256, res.dhash):
+                rec.failures.append({"url": hit.image_url, "kind": "duplicate", "detail": "seen in this run"})
+                continue
+            ctx.seen_images[res.sha256] = res.dhash
+            kept.append(RetrievedImage(
+                image=res.image, sha256=res.sha256, url=res.url or hit.image_url,
+                page_url=res.page_url or hit.page_url, title=hit.title, query=query,
+                round=ctx.round, dhash=res.dhash,
+            ))
+    rec.latency_s = time.perf_counter() - start
+    rec.output = {"query": query, "kept": [k.url for k in kept]}
+    if hits:
+        ctx.trace.add(rec)
+    return kept, failed
+
+
+async def retrieve_round(ctx: StageContext, text_queries: list[str], image_queries: list[str]) -> RoundRetrieval:
+    """All of a round's queries at once; near-duplicate images dropped before any VLM sees them."""
+    for q in text_queries + image_queries:
+        ctx.asked_queries.add(q.lower().strip())
+    tasks = [retrieve_text(ctx, q) for q in text_queries] + [retrieve_images(ctx, q) for q in image_queries]
+    results = await asyncio.gather(*tasks)
+    out = RoundRetrieval(searches=len(tasks))
+    for items, failed in results:
+        out.failed_searches += int(failed)
+        for item in items:
+            (out.pages if isinstance(item, RetrievedPage) else out.images).append(item)
+    out.images = await drop_near_duplicates(ctx, out.images)
+    return out
+
+
+async def drop_near_duplicates(ctx: StageContext, images: list[RetrievedImage]) -> list[RetrievedImage]:
+    """Embedding-based near-duplicate removal against K and within the new set (if a deduper
+    is configured; exact and dHash duplicates are already gone)."""
+    if ctx.dedup is None or not images:
+        return images
+    existing = [v.image for v in ctx.knowledge.images if v.image is not None]
+    pool = existing + [im.image for im in images]
+    start = time.perf_counter()
+    keep = await asyncio.to_thread(ctx.dedup.keep, pool)
+    kept_new = [images[i - len(existing)] for i in keep if i >= len(existing)]
+    kept_ids = {id(im) for im in kept_new}
+    dropped = [im.url for im in images if id(im) not in kept_ids]
+    ctx.trace.add(StageRecord(
+        stage="retrieval", step="dedup_images", round=ctx.round, started_s=ctx.trace.elapsed(),
+        latency_s=time.perf_counter() - start,
+        output={"candidates": len(images), "kept": len(kept_new), "dropped": dropped},
+    ))
+    return kept_new

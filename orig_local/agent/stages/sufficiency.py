@@ -1,0 +1,34 @@
+"""Sufficiency evaluation (paper Eq. 6): does K answer the sub-questions well enough to draw
+the prompt, or is another round needed? A typed decision, never a substring test (the
+authors' prototype tested ``"SUFFICIENT" in reply``, which "INSUFFICIENT" also matches).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from orig_local.agent.stages.base import StageContext
+
+
+class Sufficiency(BaseModel):
+    reason: str = Field("", description="one or two sentences")
+    sufficient: bool = Field(description="true if the knowledge is enough to draw the prompt faithfully")
+    missing: list[str] = Field(default_factory=list, max_length=5,
+                               description="what is still unknown; empty when sufficient")
+
+
+class SufficiencyResult(BaseModel):
+    decision: Sufficiency | None = None  # None: the call failed
+
+
+async def evaluate_sufficiency(ctx: StageContext, sub_questions: list[str]) -> SufficiencyResult:
+    decision, _ = await ctx.ask(
+        stage="sufficiency", step="decide", template="sufficiency", schema=Sufficiency,
+        variables={
+            "sub_questions": sub_questions,
+            "knowledge": ctx.knowledge.render_text(ctx.config.max_knowledge_chars),
+            "image_knowledge": ctx.knowledge.render_images(),
+        },
+        evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in ctx.knowledge.images],
+    )
+    return SufficiencyResult(decision=decision)

@@ -1,0 +1,133 @@
+"""The run trace: one typed record per backbone call, search, read or fetch.
+
+``trace.json`` holds the records plus totals per stage (calls, input/output tokens, seconds,
+searches, reads, fetches, failures), which is what the paper's cost tables (4, 6, 7) need.
+Seconds are summed call latencies, not wall time (a round's calls overlap); the run's wall time
+is ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Stage = Literal[
+    "bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
+    "extension", "enhance", "generation",
+]
+
+
+class StageRecord(BaseModel):
+    stage: Stage
+    step: str  # finer label: plan, search_text, select_pages, read_page, text_filter, ...
+    round: int = 0  # 0 = before the loop (bootstrap) ; 1.. loop rounds ; construction = last round
+    template: str | None = None
+    messages_sha256: str | None = None
+    messages: list[dict[str, Any]] | None = None  # canonical messages (images as hashes)
+    output: Any = None  # parsed output (JSON) or a small summary for searches
+    evidence_ids: list[str] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    started_s: float = 0.0  # since the run began
+    attempts: int = 0  # backbone attempts (1 + structured-output retries)
+    invalid_replies: list[str] = Field(default_factory=list)
+    cached: bool = False
+    searches_text: int = 0
+    searches_image: int = 0
+    page_reads: int = 0
+    image_fetches: int = 0
+    failures: list[dict[str, Any]] = Field(default_factory=list)  # search/read/fetch failures
+    error: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class StageTotals(BaseModel):
+    calls: int = 0  # backbone calls (cache hits included; see cached)
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    searches_text: int = 0
+    searches_image: int = 0
+    page_reads: int = 0
+    image_fetches: int = 0
+    failures: int = 0
+    errors: int = 0
+    invalid_replies: int = 0
+
+
+class Trace:
+    """Collects records while a run is in flight (appends from concurrent tasks are safe: one
+    event loop, no awaits inside :meth:`add`)."""
+
+    def __init__(self) -> None:
+        self.records: list[StageRecord] = []
+        self._t0 = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def add(self, record: StageRecord) -> StageRecord:
+        self.records.append(record)
+        return record
+
+    def stages(self) -> list[str]:
+        """Stages in the order they first appear (for tests and the report)."""
+        seen: list[str] = []
+        for r in sorted(self.records, key=lambda r: r.started_s):
+            if r.stage not in seen:
+                seen.append(r.stage)
+        return seen
+
+    def steps(self) -> list[tuple[str, int]]:
+        """(stage, round) pairs in start order, consecutive repeats merged."""
+        out: list[tuple[str, int]] = []
+        for r in sorted(self.records, key=lambda r: r.started_s):
+            if not out or out[-1] != (r.stage, r.round):
+                out.append((r.stage, r.round))
+        return out
+
+    def errors(self) -> list[str]:
+        return [f"{r.stage}/{r.step}: {r.error}" for r in self.records if r.error]
+
+    def totals(self) -> dict[str, StageTotals]:
+        out: dict[str, StageTotals] = {}
+        for r in self.records:
+            t = out.setdefault(r.stage, StageTotals())
+            t.calls += 1 if r.attempts else 0
+            t.cached += 1 if r.cached else 0
+            t.prompt_tokens += r.prompt_tokens
+            t.completion_tokens += r.completion_tokens
+            t.seconds += r.latency_s
+            t.searches_text += r.searches_text
+            t.searches_image += r.searches_image
+            t.page_reads += r.page_reads
+            t.image_fetches += r.image_fetches
+            t.failures += len(r.failures)
+            t.errors += 1 if r.error else 0
+            t.invalid_replies += len(r.invalid_replies)
+        return out
+
+    def grand_total(self) -> StageTotals:
+        total = StageTotals()
+        for t in self.totals().values():
+            for name in StageTotals.model_fields:
+                setattr(total, name, getattr(total, name) + getattr(t, name))
+        return total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "totals": {k: v.model_dump() for k, v in self.totals().items()},
+            "total": self.grand_total().model_dump(),
+            "records": [r.model_dump(mode="json") for r in self.records],
+        }
+
+
+def messages_digest(canonical: list[dict[str, Any]]) -> str:
+    blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()
