@@ -51,11 +51,41 @@ class SearchBackend(Protocol):
     async def images(self, query: str, k: int = 10) -> list[ImageHit]: ...
 
 
+SearchFailureKind = Literal["rate_limited", "error", "timeout", "empty", "cooldown"]
+
+
+class SearchFailure(BaseModel):
+    """One failed attempt of one backend; the agent copies these into its trace."""
+
+    backend: str
+    kind: SearchFailureKind
+    detail: str = ""
+    attempt: int = 1  # 1-based attempt of this backend for this query
+    elapsed_s: float = 0.0
+
+
+class SearchOutcome(BaseModel):
+    """What a search returned, plus every failure on the way (never raised)."""
+
+    query: str
+    kind: Literal["text", "images"]
+    hits: list[TextHit] | list[ImageHit] = []
+    failures: list[SearchFailure] = []
+    backend: str | None = None  # the backend that answered; None if all failed
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.hits)
+
+
 # --------------------------------------------------------------------------- reading & fetching
 
 FailureKind = Literal[
     "timeout", "too_large", "not_html", "not_image", "blocked", "http_error", "empty",
     "bot_wall", "redirects", "decode_error", "bomb", "duplicate", "connection", "invalid_url",
+    "too_small",  # an icon or tracking pixel below fetch.min_side
+    "not_recorded",  # replay: the snapshot holds nothing for this URL
 ]
 
 

@@ -1,0 +1,1 @@
+"""Search backends, one per file; see :data:`orig_local.retrieval.BACKENDS`."""

@@ -1,0 +1,160 @@
+"""Safe image fetching: download (bounded, guarded) -> type checks -> verify -> decode under a
+pixel cap -> EXIF transpose, RGB, downscale -> content hash + dHash -> duplicate drop.
+
+Decompression bombs are rejected from the header's declared size *before* any pixel is
+decoded; Pillow's own global ``MAX_IMAGE_PIXELS`` is left alone (no global state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import logging
+
+from orig_local.retrieval.base import FetchedImage, FetchFailure
+from orig_local.retrieval.config import FetchConfig
+from orig_local.retrieval.httpfetch import HttpSession
+
+log = logging.getLogger(__name__)
+
+ACCEPT = "image/png,image/jpeg,image/webp,image/gif,image/*;q=0.8"
+# Leading bytes of the formats we accept. (WebP: RIFF....WEBP.)
+MAGIC = {
+    b"\x89PNG\r\n\x1a\n": "png",
+    b"\xff\xd8\xff": "jpeg",
+    b"GIF87a": "gif",
+    b"GIF89a": "gif",
+    b"BM": "bmp",
+}
+# Servers often send images as octet-stream or with no type; magic bytes then decide.
+NEUTRAL_TYPES = ("", "application/octet-stream", "binary/octet-stream")
+
+
+def sniff(data: bytes) -> str | None:
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    for magic, name in MAGIC.items():
+        if data.startswith(magic):
+            return name
+    return None
+
+
+def dhash64(image) -> int:
+    """64-bit difference hash: grey 9x8 thumbnail, one bit per left-right comparison."""
+    small = image.convert("L").resize((9, 8), resample=1)  # 1 = LANCZOS
+    px = small.tobytes()
+    bits = 0
+    for row in range(8):
+        for col in range(8):
+            bits = (bits << 1) | (px[row * 9 + col] > px[row * 9 + col + 1])
+    return bits
+
+
+def hamming(a: int, b: int) -> int:
+    return bin(a ^ b).count("1")
+
+
+def decode_image(data: bytes, url: str, config: FetchConfig, page_url: str | None = None,
+                 content_type: str = "") -> FetchedImage | FetchFailure:
+    """Bytes -> verified RGB image. Pure and deterministic (replay relies on it)."""
+    from PIL import Image, ImageOps
+
+    kind = sniff(data)
+    if kind is None:
+        return FetchFailure(url=url, kind="not_image",
+                            detail=f"bytes are not an image (claimed {content_type or 'no type'})")
+    try:
+        with Image.open(io.BytesIO(data)) as probe:  # reads the header only
+            w, h = probe.size
+            if w * h > config.max_pixels:
+                return FetchFailure(url=url, kind="bomb", detail=f"declares {w}x{h} pixels > cap {config.max_pixels}")
+            probe.verify()  # structure/CRC check without decoding pixels
+        with Image.open(io.BytesIO(data)) as im:
+            im.draft("RGB", (config.max_side, config.max_side))  # JPEG: decode at reduced scale
+            im.load()
+            im = ImageOps.exif_transpose(im)
+            im = _to_rgb(im)
+    except Image.DecompressionBombError as exc:
+        return FetchFailure(url=url, kind="bomb", detail=str(exc))
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning) as exc:
+        # truncated or corrupt data (SyntaxError is what verify() raises for bad PNG chunks)
+        return FetchFailure(url=url, kind="decode_error", detail=f"{type(exc).__name__}: {exc}")
+    if min(im.size) < config.min_side:
+        return FetchFailure(url=url, kind="too_small", detail=f"{im.size[0]}x{im.size[1]}")
+    if max(im.size) > config.max_side:
+        im.thumbnail((config.max_side, config.max_side), Image.Resampling.LANCZOS)
+    return FetchedImage(image=im, sha256=hashlib.sha256(data).hexdigest(), url=url, page_url=page_url,
+                        width=im.size[0], height=im.size[1], dhash=dhash64(im))
+
+
+def _to_rgb(im):
+    from PIL import Image
+
+    if im.mode == "RGB":
+        return im
+    if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        background = Image.new("RGB", rgba.size, (255, 255, 255))  # transparent -> white, not black
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    return im.convert("RGB")
+
+
+class Deduplicator:
+    """Drops exact (sha256) and near (dHash within ``max_distance`` bits) duplicates of images
+    seen since the last :meth:`reset`. Semantic near-duplicates are the CLIP dedup's job."""
+
+    def __init__(self, max_distance: int = 6):
+        self.max_distance = max_distance
+        self.reset()
+
+    def reset(self) -> None:
+        self._sha: dict[str, str] = {}
+        self._dhash: list[tuple[int, str]] = []
+
+    def check(self, image: FetchedImage) -> FetchFailure | None:
+        if image.sha256 in self._sha:
+            return FetchFailure(url=image.url, kind="duplicate", detail=f"same bytes as {self._sha[image.sha256]}")
+        if image.dhash is not None:
+            for other, other_url in self._dhash:
+                if hamming(image.dhash, other) <= self.max_distance:
+                    return FetchFailure(url=image.url, kind="duplicate",
+                                        detail=f"near-duplicate of {other_url} (dHash {hamming(image.dhash, other)} bits)")
+        return None
+
+    def add(self, image: FetchedImage) -> None:
+        self._sha[image.sha256] = image.url
+        if image.dhash is not None:
+            self._dhash.append((image.dhash, image.url))
+
+
+class WebImageFetcher:
+    """Downloads and decodes images from the web (see the module doc). ``fetch_bytes`` is the
+    network half (recorded into snapshots); ``decode_image`` the deterministic half."""
+
+    def __init__(self, config: FetchConfig | None = None, session: HttpSession | None = None):
+        self.config = config or FetchConfig()
+        self.session = session or HttpSession(self.config)
+
+    async def fetch_bytes(self, url: str) -> tuple[bytes, str] | FetchFailure:
+        cfg = self.config
+        raw = await self.session.get(url, max_bytes=cfg.max_bytes, max_redirects=cfg.max_redirects,
+                                     timeout_s=cfg.timeout_s, accept=ACCEPT)
+        if isinstance(raw, FetchFailure):
+            return raw
+        if raw.status >= 400:
+            return FetchFailure(url=url, kind="http_error", detail=f"HTTP {raw.status}")
+        ctype = raw.content_type
+        if not ctype.startswith("image/") and ctype not in NEUTRAL_TYPES:
+            return FetchFailure(url=url, kind="not_image", detail=f"Content-Type {ctype}")
+        if not raw.body:
+            return FetchFailure(url=url, kind="empty", detail="no bytes")
+        return raw.body, ctype
+
+    async def fetch(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure:
+        got = await self.fetch_bytes(url)
+        if isinstance(got, FetchFailure):
+            return got
+        data, ctype = got
+        return await asyncio.to_thread(decode_image, data, url, self.config, page_url, ctype)

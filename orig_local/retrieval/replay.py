@@ -1,0 +1,35 @@
+"""Page reader and image fetcher that serve a recorded snapshot instead of the network."""
+
+from __future__ import annotations
+
+import asyncio
+
+from orig_local.retrieval.base import FetchedImage, FetchFailure, Page
+from orig_local.retrieval.config import FetchConfig
+from orig_local.retrieval.images import decode_image
+from orig_local.retrieval.store import EvidenceStore
+
+
+class ReplayReader:
+    def __init__(self, store: EvidenceStore):
+        self.store = store
+
+    async def read(self, url: str) -> Page | FetchFailure:
+        return self.store.page(url)
+
+
+class ReplayFetcher:
+    """Recorded bytes go through the same :func:`decode_image` as live ones: same hashes."""
+
+    def __init__(self, store: EvidenceStore, config: FetchConfig | None = None):
+        self.store = store
+        self.config = config or FetchConfig()
+
+    async def fetch_bytes(self, url: str) -> tuple[bytes, str] | FetchFailure:
+        return self.store.image_bytes(url)
+
+    async def fetch(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure:
+        got = await self.fetch_bytes(url)
+        if isinstance(got, FetchFailure):
+            return got
+        return await asyncio.to_thread(decode_image, got[0], url, self.config, page_url, got[1])
