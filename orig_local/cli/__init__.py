@@ -15,6 +15,7 @@ import sys
 COMMANDS = {
     "config": "orig_local.cli.config_cmd",
     "models": "orig_local.cli.models",
+    "generate": "orig_local.cli.generate",
 }
 
 
