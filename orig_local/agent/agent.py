@@ -300,9 +300,10 @@ class Agent:
                 try:
                     res = await self.run(prompt, item=item)
                 except Exception as exc:  # one bad item must not stop a benchmark run
-                    log.exception("run failed for %r", prompt[:80])
-                    res = AgentResult(prompt=prompt, condition=self.config.condition, final_prompt=prompt,
-                                      error=f"{type(exc).__name__}: {exc}", item_id=_item_id(item))
+                    log.exception("run failed for %r", str(prompt)[:80])
+                    res = AgentResult(prompt=str(prompt), condition=self.config.condition,
+                                      final_prompt=str(prompt), error=f"{type(exc).__name__}: {exc}",
+                                      item_id=_item_id(item))
             if on_result is not None:
                 on_result(res)
             return res

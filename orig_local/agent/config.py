@@ -54,6 +54,10 @@ class AgentConfig(StrictModel):
     max_references: int = Field(3, ge=0, le=8)
     max_prompt_words: int = Field(300, ge=20)  # paper: final prompt of about 300 words or fewer
 
+    # Embedding (CLIP) near-duplicate removal of images before the VLM sees them and again
+    # before refinement; exact and dHash duplicates are always dropped.
+    dedup: bool = True
+    dedup_threshold: float = Field(0.95, gt=0.0, le=1.0)  # cosine similarity; ours, not the paper's
     seed: int = 0  # generator seed (the benchmark runner may set one per item)
 
     # --- trace

@@ -154,10 +154,11 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
     ``sufficient``: the sufficiency verdict (or a function of the rendered request)."""
 
     def reply(messages, schema) -> str:
-        text = messages[-1].text
+        request = next(m for m in messages if m.role == "user")  # a retry appends more turns
+        text = request.text
         name = getattr(schema, "__name__", "")
         prompt = _prompt_of(text)
-        n_images = len(messages[-1].images)
+        n_images = len(request.images)
         if name == "BootstrapPlan":
             return json.dumps({"entities": [{"name": prompt, "why": "specific"}], "queries": [prompt]})
         if name == "PageSelection":

@@ -45,6 +45,11 @@ class StageRecord(BaseModel):
     error: str | None = None
     notes: list[str] = Field(default_factory=list)
 
+    @property
+    def did_work(self) -> bool:
+        return bool(self.attempts or self.searches_text or self.searches_image or self.page_reads
+                    or self.image_fetches or self.stage == "generation")
+
 
 class StageTotals(BaseModel):
     calls: int = 0  # backbone calls (cache hits included; see cached)
@@ -76,18 +81,23 @@ class Trace:
         self.records.append(record)
         return record
 
-    def stages(self) -> list[str]:
-        """Stages in the order they first appear (for tests and the report)."""
+    def _ordered(self, active: bool) -> list[StageRecord]:
+        records = sorted(self.records, key=lambda r: r.started_s)
+        return [r for r in records if r.did_work] if active else records
+
+    def stages(self, active: bool = True) -> list[str]:
+        """Stages in the order they first appear. ``active``: only records that did work (a
+        backbone call, search, read or fetch), not notes about skipped steps."""
         seen: list[str] = []
-        for r in sorted(self.records, key=lambda r: r.started_s):
+        for r in self._ordered(active):
             if r.stage not in seen:
                 seen.append(r.stage)
         return seen
 
-    def steps(self) -> list[tuple[str, int]]:
+    def steps(self, active: bool = True) -> list[tuple[str, int]]:
         """(stage, round) pairs in start order, consecutive repeats merged."""
         out: list[tuple[str, int]] = []
-        for r in sorted(self.records, key=lambda r: r.started_s):
+        for r in self._ordered(active):
             if not out or out[-1] != (r.stage, r.round):
                 out.append((r.stage, r.round))
         return out

@@ -1,0 +1,94 @@
+"""Build an :class:`~orig_local.agent.agent.Agent` from a root :class:`~orig_local.config.Config`,
+and the one-call API :func:`run_agent` (what ``orig generate`` does, from Python).
+
+Every part can be passed in ready-made (tests, the benchmark runner sharing one backbone and
+one generator across conditions); what is not passed is built from the config.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup=None,
+                embedder=None):
+    """An Agent for ``config`` (default: the default Config). Parts not given are built:
+
+    * ``chat``: :func:`orig_local.llm.make_chat_model` of ``config.backbone``;
+    * ``retriever``: ``Retriever.from_config(config.retrieval)``, only for retrieval conditions;
+    * ``generator``: ``make_generator(config.generator)`` when ``generator.preset`` is set;
+    * ``dedup``: CLIP near-duplicate removal (``agent.dedup``), only for retrieval conditions;
+      its embedder is shared with the local search backend.
+    Pass ``generator=False`` / ``dedup=False`` to force them off."""
+    from orig_local.agent.agent import Agent
+    from orig_local.config import Config
+
+    config = config or Config()
+    cache_dir = config.resolved_cache_dir()
+    acfg = config.agent
+    if chat is None:
+        from orig_local.llm import make_chat_model
+
+        chat = make_chat_model(config.backbone, cache_dir=cache_dir)
+    if acfg.retrieves:
+        if dedup is None and acfg.dedup:
+            embedder = embedder or _embedder(config, cache_dir)
+            dedup = _make_dedup(config, embedder)
+        if retriever is None:
+            from orig_local.retrieval.retriever import Retriever
+
+            retriever = Retriever.from_config(config.retrieval, cache_dir=cache_dir,
+                                              embedder=embedder or config.embed)
+    if generator is None and config.generator.preset:
+        from orig_local.generation import make_generator
+
+        generator = make_generator(config.generator)
+    return Agent(chat=chat, retriever=retriever, config=acfg, generator=generator or None,
+                 dedup=dedup or None, prompts=config.prompts_dir)
+
+
+def _embedder(config, cache_dir):
+    from orig_local.embeddings.clip import OpenClipEmbedder
+
+    return OpenClipEmbedder.from_config(config.embed, cache_dir=cache_dir)
+
+
+def _make_dedup(config, embedder):
+    from orig_local.agent.dedup import ClipDeduper
+
+    return ClipDeduper(embedder, threshold=config.agent.dedup_threshold)
+
+
+async def arun_agent(prompt: str, config=None, out_dir: str | Path | None = None, *, oracle=None,
+                     item: Any = None, agent=None):
+    """Run one prompt; with ``out_dir``, write the output folder (image, prompt.txt, references,
+    trace.json, config.yaml, trace.html). ``agent``: reuse a built agent (it is not closed)."""
+    from orig_local.config import Config
+
+    config = config or Config()
+    own = agent is None
+    agent = agent or build_agent(config)
+    try:
+        result = await agent.run(prompt, item=item, oracle=oracle)
+    finally:
+        if own:
+            await agent.aclose()
+    if out_dir is not None:
+        result.save(out_dir, config=config)
+    return result
+
+
+def run_agent(prompt: str, config=None, out_dir: str | Path | None = None, **kwargs):
+    """Synchronous :func:`arun_agent` (for scripts and notebooks without an event loop).
+
+    ``config``: a Config, or a packaged config name / YAML path (e.g. ``"offline"``)."""
+    if isinstance(config, (str, Path)):
+        from orig_local.config import load_config
+
+        config = load_config(config)
+    return asyncio.run(arun_agent(prompt, config, out_dir, **kwargs))

@@ -1,0 +1,150 @@
+"""Stage building blocks: strict templates (every one renders), prompt folders for ablations,
+final-prompt cleaning, citation repair, knowledge provenance, trace totals."""
+
+from __future__ import annotations
+
+import shutil
+
+import jinja2
+import pytest
+
+from agent_support import PROMPT, make_agent
+from orig_local.agent.config import AgentConfig
+from orig_local.agent.knowledge import KnowledgeBase, Source
+from orig_local.agent.prompting import PACKAGE_PROMPTS, PromptLibrary
+from orig_local.agent.stages.base import StageContext
+from orig_local.agent.stages.extension import finalize
+from orig_local.agent.stages.refinement import Reference, RefinementResult
+from orig_local.agent.stages.text import clean_prompt, limit_words
+from orig_local.agent.trace import StageRecord, Trace
+
+REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"], "shows": "a tower"}
+VARIABLES = {
+    "system": {},
+    "bootstrap": {"max_queries": 3},
+    "select_pages": {"query": "q", "n_pages": 2,
+                     "results": [{"n": 1, "title": "T", "url": "https://x", "snippet": "s"}]},
+    "planning": {"modalities": ["text", "image"], "max_queries": 5, "knowledge": "[T1] f",
+                 "image_knowledge": "[V1] a tower", "missing": ["the lantern"], "previous_queries": ["q"]},
+    "text_filter": {"knowledge": "", "page_title": "T", "page_url": "https://x", "query": "q", "page_text": "body"},
+    "image_filter": {"knowledge": "[T1] f", "image_knowledge": "",
+                     "candidates": [{"n": 1, "title": "t", "query": "q", "page": "https://x"}]},
+    "sufficiency": {"sub_questions": ["what colour?"], "knowledge": "[T1] f", "image_knowledge": ""},
+    "refine_text": {"knowledge": "[T1] f", "candidates": [REF], "max_references": 3},
+    "refine_visual": {"text_features": ["teal bands"], "references": [REF]},
+    "extension": {"text_features": ["teal bands"], "references": [REF], "max_words": 300},
+    "enhance": {"max_words": 300},
+    "assemble": {"text_features": ["teal bands"], "references": [REF]},
+}
+
+
+def test_every_template_renders_and_has_variables_listed():
+    lib = PromptLibrary()
+    assert sorted(VARIABLES) == lib.names() == PromptLibrary.required()
+    for name, variables in VARIABLES.items():
+        text = lib.render(name, prompt=PROMPT, **variables)
+        assert text and "{{" not in text and "{%" not in text
+        if name not in ("system", "assemble"):
+            assert "JSON" in text and PROMPT in text
+            # instruction first, evidence last: the prompt line comes after the instruction
+            assert text.index("JSON") < text.index(PROMPT)
+
+
+def test_missing_variable_is_an_error():
+    with pytest.raises(jinja2.UndefinedError):
+        PromptLibrary().render("planning", prompt=PROMPT)
+
+
+def test_prompt_folder_for_ablations(tmp_path):
+    folder = tmp_path / "prompts"
+    shutil.copytree(PACKAGE_PROMPTS, folder)
+    (folder / "enhance.jinja").write_text("ABLATED {{ prompt }} {{ max_words }} JSON")
+    assert PromptLibrary(folder).render("enhance", prompt="p", max_words=3) == "ABLATED p 3 JSON"
+    (folder / "planning.jinja").unlink()
+    with pytest.raises(FileNotFoundError, match="planning"):
+        PromptLibrary(folder)
+
+
+async def test_agent_uses_a_copied_prompt_folder(tmp_path):
+    folder = tmp_path / "prompts"
+    shutil.copytree(PACKAGE_PROMPTS, folder)
+    (folder / "enhance.jinja").write_text("Expand, ablated. JSON. User prompt: {{ prompt }} {{ max_words }}")
+    agent = make_agent(condition="prompt_enhanced")
+    agent.prompts = PromptLibrary(folder)
+    res = await agent.run(PROMPT)
+    assert "ablated" in res.trace.records[0].messages[1]["parts"][0]
+
+
+@pytest.mark.parametrize("raw,clean", [
+    ("```json\nA **bold** tower\n```", "A bold tower"),
+    ("<prompt>A tower</prompt>", "A tower"),
+    ("## Final prompt\n- teal bands\n- six panes", "Final prompt teal bands six panes"),
+    ("Final prompt: A tower at dusk.", "A tower at dusk."),
+    ("See [the page](https://x) now", "See the page now"),
+])
+def test_clean_prompt_leaves_no_markup(raw, clean):
+    assert clean_prompt(raw) == clean
+
+
+def test_limit_words_cuts_at_a_sentence():
+    text = " ".join(f"Sentence {i} has five words." for i in range(100))
+    cut, before = limit_words(text, 300)
+    assert before == 500 and len(cut.split()) <= 300 and cut.endswith(".")
+
+
+def _ctx(**config) -> StageContext:
+    return StageContext(chat=None, retriever=None, config=AgentConfig(**config), prompts=PromptLibrary(),
+                        trace=Trace(), prompt=PROMPT, knowledge=KnowledgeBase())
+
+
+def test_finalize_cites_every_reference_within_budget():
+    refined = RefinementResult(references=[Reference(id="V1", contributes="the tower"),
+                                           Reference(id="V2", contributes="the lantern")])
+    long = "A tower by the sea, as in reference image 2. " + "Very detailed words here. " * 200
+    out = finalize(_ctx(max_prompt_words=120), long, refined, extended=True)
+    assert out.added_citations == [1]
+    assert "Reference image 1 shows the tower" in out.final_prompt
+    assert out.words <= 120 and out.words_before_cut > out.words
+    assert out.references == ["V1", "V2"]
+
+
+def test_knowledge_dedups_and_keeps_provenance():
+    from PIL import Image
+
+    k = KnowledgeBase()
+    src = Source(url="https://a", query="q", round=2)
+    assert k.add_text("Teal bands.", src).id == "T1"
+    assert k.add_text("  teal   BANDS. ", src) is None
+    img = Image.new("RGB", (8, 8))
+    assert k.add_image(img, "abc", src).id == "V1" and k.add_image(img, "abc", src) is None
+    data = k.to_json()
+    assert data["texts"][0]["source"]["round"] == 2 and "image" not in data["images"][0]
+    assert "[T1] Teal bands. (source: https://a)" in k.render_text(1000)
+
+
+def test_trace_totals_per_stage():
+    t = Trace()
+    t.add(StageRecord(stage="planning", step="plan", attempts=2, prompt_tokens=100, completion_tokens=10,
+                      latency_s=1.5, invalid_replies=["x"]))
+    t.add(StageRecord(stage="retrieval", step="search_text", searches_text=1, latency_s=0.5,
+                      failures=[{"kind": "error"}], error="no results"))
+    t.add(StageRecord(stage="planning", step="plan", attempts=1, prompt_tokens=50, completion_tokens=5))
+    totals = t.totals()
+    assert totals["planning"].calls == 2 and totals["planning"].prompt_tokens == 150
+    assert totals["planning"].invalid_replies == 1 and totals["planning"].seconds == 1.5
+    assert totals["retrieval"].calls == 0 and totals["retrieval"].searches_text == 1
+    assert totals["retrieval"].failures == 1 and totals["retrieval"].errors == 1
+    assert t.grand_total().prompt_tokens == 150
+    assert t.to_json()["totals"]["planning"]["completion_tokens"] == 15
+
+
+def test_config_is_strict_and_rounds_resolve():
+    from orig_local.config import load_config
+    from orig_local.configbase import ConfigError
+
+    cfg = load_config(overrides=["agent.condition=orig_img", "agent.fixed_rounds=4", "agent.max_rounds=2"])
+    assert cfg.agent.round_limit == 4 and cfg.agent.modalities == ("image",)
+    with pytest.raises(ConfigError):
+        load_config(overrides=["agent.bootstrapp=false"])
+    with pytest.raises(ConfigError):
+        load_config(overrides=["agent.condition=oracle_plus"])
