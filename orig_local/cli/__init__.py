@@ -16,6 +16,10 @@ COMMANDS = {
     "config": "orig_local.cli.config_cmd",
     "models": "orig_local.cli.models",
     "generate": "orig_local.cli.generate",
+    "eval": "orig_local.cli.eval_cmd",
+    "merge": "orig_local.cli.merge_cmd",
+    "report": "orig_local.cli.report_cmd",
+    "agreement": "orig_local.cli.agreement_cmd",
 }
 
 

@@ -3,7 +3,6 @@ runs, release it afterwards (generator ``unload()``, chat ``aclose()``), record 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -37,16 +36,6 @@ def direct_agent(item: BenchmarkItem) -> AgentOutput:
     return AgentOutput(final_prompt=item.prompt, stop_reason="direct")
 
 
-def oracle_agent(item: BenchmarkItem) -> AgentOutput:
-    """Oracle without a backbone: the prompt plus the gold reference lines, and the gold
-    reference images. (The agent's own ``oracle`` condition, when available, is preferred.)"""
-    facts = [f.text for f in item.facts if f.modality == "text"] or [
-        ln.strip() for ln in item.reference_text.splitlines() if ln.strip()]
-    prompt = item.prompt if not facts else item.prompt + "\nFacts to depict:\n" + "\n".join(f"- {f}" for f in facts)
-    refs = [str(p) for p in item.reference_image_paths()]
-    return AgentOutput(final_prompt=prompt, references=refs, stop_reason="oracle")
-
-
 def build_agent_fn(config):
     """The agent callable for ``config.agent.condition``."""
     condition = config.agent.condition
@@ -69,12 +58,6 @@ def build_judge(config):
     from orig_local.evaluation.judge import Judge
 
     return Judge.from_config(config)
-
-
-async def _aclose(obj) -> None:
-    close = getattr(obj, "aclose", None)
-    if close is not None:
-        await close()
 
 
 # --------------------------------------------------------------------------- run.json
@@ -114,8 +97,11 @@ def run_phases(config, run_dir: str | Path, items: Sequence[BenchmarkItem],
                phases: Sequence[str] = ("agent", "generate", "judge"), *,
                shard: tuple[int, int] | None = None, agent=None, generator=None, judge=None,
                retry_errors: bool = False) -> list[dict]:
-    """Run ``phases`` in order over ``items`` (already selected). Components not given are
-    built from ``config`` when their phase starts and released when it ends."""
+    """Run ``phases`` in order over ``items`` (filtered, not yet sharded). ``shard=(i, n)``
+    makes every phase take items i, i+n, ... and write its own shard file; without it, the
+    generate phase shards itself by RANK/WORLD_SIZE under ``accelerate launch``/``torchrun``.
+    Components not given are built from ``config`` when their phase starts and released when
+    it ends."""
     run_dir = Path(run_dir)
     write_meta(run_dir, config)
     ev = config.eval
@@ -127,13 +113,11 @@ def run_phases(config, run_dir: str | Path, items: Sequence[BenchmarkItem],
         # Data-parallel generation under `accelerate launch`/torchrun: each process its share.
         this_shard = shard or ((shard_from_env() or (0, 1)) if phase == "generate" else (0, 1))
         common = dict(shard=this_shard, progress=progress, retry_errors=retry_errors)
+        items_here = list(items)[this_shard[0]::this_shard[1]]
         if phase == "agent":
-            fn, closer = (agent, None) if agent is not None else build_agent_fn(config)
-            try:
-                summaries.append(run_agent_phase(items, run_dir, fn, **common))
-            finally:
-                if closer is not None:
-                    closer()
+            fn, aclose = (agent, None) if agent is not None else build_agent_fn(config)
+            summaries.append(run_agent_phase(items_here, run_dir, fn, concurrency=config.agent.concurrency,
+                                             aclose=aclose, **common))
         elif phase == "generate":
             gen = generator
             if gen is None:
@@ -143,22 +127,17 @@ def run_phases(config, run_dir: str | Path, items: Sequence[BenchmarkItem],
                     config.generator.device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
                 gen = build_generator(config)
             try:
-                summaries.append(run_generate_phase(items, run_dir, gen, seed=ev.seed, **common))
+                summaries.append(run_generate_phase(items_here, run_dir, gen, seed=ev.seed, **common))
             finally:
                 if generator is None:
                     gen.unload()  # free the accelerator for the judge
         elif phase in ("judge", "retrieval"):
             jd = judge if judge is not None else build_judge(config)
-            try:
-                if phase == "judge":
-                    summaries.append(run_judge_phase(items, run_dir, jd, judge_name=ev.judge_name,
-                                                     concurrency=ev.judge_concurrency, **common))
-                else:
-                    summaries.append(run_retrieval_phase(
-                        items, run_dir, jd, judge_name=ev.judge_name, concurrency=ev.judge_concurrency,
-                        max_chars=ev.evidence_max_chars, max_images=ev.evidence_max_images, **common))
-            finally:
-                if judge is None:
-                    asyncio.run(_aclose(jd.chat))
+            jargs = dict(judge_name=ev.judge_name, concurrency=ev.judge_concurrency, close=judge is None)
+            if phase == "judge":
+                summaries.append(run_judge_phase(items_here, run_dir, jd, **jargs, **common))
+            else:
+                summaries.append(run_retrieval_phase(items_here, run_dir, jd, max_chars=ev.evidence_max_chars,
+                                                     max_images=ev.evidence_max_images, **jargs, **common))
         log.info("%s", summaries[-1])
     return summaries

@@ -39,6 +39,8 @@ class AgentOutput:
     stop_reason: str | None = None
     trace: dict | None = None  # JSON-able trace, saved to traces/<id>.json
     notes: list[str] = field(default_factory=list)
+    iterations: int | None = None  # retrieval iterations incl. bootstrap (paper Table 4 "Iters")
+    error: str | None = None  # a failure the agent recovered from enough to report (row error)
 
 
 AgentFn = Callable[[BenchmarkItem], "AgentOutput | Awaitable[AgentOutput]"]
@@ -139,30 +141,46 @@ async def _maybe_await(value):
 
 
 def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentFn, *,
-                    shard=(0, 1), progress=True, retry_errors=False) -> dict:
-    """Extended prompt + references + evidence + trace per item -> agent.jsonl."""
+                    shard=(0, 1), progress=True, retry_errors=False, concurrency: int = 1,
+                    aclose: Callable[[], Awaitable] | None = None) -> dict:
+    """Extended prompt + references + evidence + trace per item -> agent.jsonl.
+
+    ``concurrency`` > 1 runs that many (async) agent calls at once - a vLLM backbone batches
+    them - while rows are still written in item order. ``aclose`` is awaited at the end, inside
+    the phase's event loop (where the backbone's HTTP client lives)."""
     run_dir = Path(run_dir)
     store, done = _store(run_dir, "agent", shard, retry_errors=retry_errors)
     todo = [it for it in items if it.id not in done]
     errors = 0
 
+    async def one(item: BenchmarkItem, sem: asyncio.Semaphore) -> dict:
+        t0 = time.perf_counter()
+        row: dict[str, Any] = {"id": item.id, "category": item.category, "prompt": item.prompt}
+        async with sem:
+            try:
+                out = await _maybe_await(agent(item))
+                row.update(_agent_row(item, out, run_dir))
+                row["error"] = out.error
+            except Exception as exc:  # recorded in the row; the run goes on
+                log.warning("agent failed on %s: %s", item.id, _error(exc), exc_info=log.isEnabledFor(logging.DEBUG))
+                row["error"] = _error(exc)
+        row["timing"] = {"seconds": round(time.perf_counter() - t0, 3)}
+        return row
+
     async def go():
         nonlocal errors
-        with _bar(len(todo), "agent", progress) as bar:
-            for item in todo:
-                t0 = time.perf_counter()
-                row: dict[str, Any] = {"id": item.id, "category": item.category, "prompt": item.prompt}
-                try:
-                    out = await _maybe_await(agent(item))
-                    row.update(_agent_row(item, out, run_dir))
-                    row["error"] = None
-                except Exception as exc:  # recorded in the row; the run goes on
-                    log.warning("agent failed on %s: %s", item.id, _error(exc), exc_info=log.isEnabledFor(logging.DEBUG))
-                    row["error"] = _error(exc)
-                    errors += 1
-                row["timing"] = {"seconds": round(time.perf_counter() - t0, 3)}
-                store.append(row)
-                bar.update()
+        sem = asyncio.Semaphore(concurrency)
+        try:
+            tasks = [asyncio.create_task(one(it, sem)) for it in todo]
+            with _bar(len(todo), "agent", progress) as bar:
+                for task in tasks:
+                    row = await task
+                    errors += bool(row.get("error"))
+                    store.append(row)
+                    bar.update()
+        finally:
+            if aclose is not None:
+                await aclose()
 
     asyncio.run(go())
     return {"phase": "agent", "skipped": len(items) - len(todo), "ran": len(todo), "errors": errors}
@@ -191,7 +209,8 @@ def _agent_row(item: BenchmarkItem, out: AgentOutput, run_dir: Path) -> dict:
     return {
         "final_prompt": out.final_prompt, "final_prompt_words": len(out.final_prompt.split()),
         "references": refs, "evidence": evidence, "trace": trace, "stages": out.stages,
-        "rounds": out.rounds, "stop_reason": out.stop_reason, "notes": out.notes,
+        "rounds": out.rounds, "iterations": out.iterations, "stop_reason": out.stop_reason,
+        "notes": out.notes,
     }
 
 
@@ -253,7 +272,8 @@ def _jsonable(value):
 
 
 def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, judge_name: str | None = None,
-                    concurrency: int = 16, shard=(0, 1), progress=True, retry_errors=False) -> dict:
+                    concurrency: int = 16, shard=(0, 1), progress=True, retry_errors=False,
+                    close: bool = False) -> dict:
     """Every question of every generated image -> judge.jsonl (or judge-<name>.jsonl)."""
     from orig_local.evaluation.scoring import prompt_score
 
@@ -276,7 +296,9 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, jud
                     raise RuntimeError(f"no image: {g.get('error') or 'generate row has no image'}")
                 verdicts = await judge.judge_item(item, run_dir / g["image"])
                 ps = prompt_score(item.id, item.category, [(v.concept, v.correct) for v in verdicts])
-                row.update(verdicts=[v.to_row() for v in verdicts], score=ps.s if ps.total else None,
+                rows = [{**v.to_row(), "text": q.text, "reference_image": q.reference_image}
+                        for v, q in zip(verdicts, item.questions)]
+                row.update(verdicts=rows, score=ps.s if ps.total else None,
                            n_questions=len(verdicts), n_errors=ps.errors, error=None)
             except Exception as exc:  # recorded in the row; the run goes on
                 log.warning("judge failed on %s: %s", item.id, _error(exc))
@@ -295,6 +317,8 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, jud
                 errors += bool(row.get("error"))
                 store.append(row)
                 bar.update()
+        if close:  # inside the loop that owns the judge's HTTP client
+            await judge.chat.aclose()
 
     asyncio.run(go())
     return {"phase": "judge", "skipped": len(items) - len(todo) - waiting, "ran": len(todo),
@@ -303,7 +327,7 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, jud
 
 def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, judge_name: str | None = None,
                         concurrency: int = 16, max_chars: int = 8000, max_images: int = 4,
-                        shard=(0, 1), progress=True, retry_errors=False) -> dict:
+                        shard=(0, 1), progress=True, retry_errors=False, close: bool = False) -> dict:
     """Retrieval accuracy (paper Eq. 12): each gold fact judged against the agent's evidence."""
     import json
 
@@ -329,7 +353,8 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *,
                     judge.judge_fact(f, texts, images, max_chars=max_chars, max_images=max_images)
                     for f in item.facts))
                 acc = retrieval_accuracy(v.correct for v in verdicts)
-                row.update(facts=[v.to_row() for v in verdicts], accuracy=None if acc != acc else acc,
+                row.update(facts=[{**v.to_row(), "text": f.text} for v, f in zip(verdicts, item.facts)],
+                           accuracy=None if acc != acc else acc,
                            n_errors=sum(v.error is not None for v in verdicts), error=None)
             except Exception as exc:  # recorded in the row; the run goes on
                 row.update(facts=[], accuracy=None, error=_error(exc))
@@ -342,6 +367,8 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *,
             for task in tasks:
                 store.append(await task)
                 bar.update()
+        if close:
+            await judge.chat.aclose()
 
     asyncio.run(go())
     return {"phase": "retrieval", "ran": len(todo)}

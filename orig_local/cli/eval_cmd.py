@@ -1,0 +1,107 @@
+"""`orig eval`: run a benchmark in phases (agent -> generate -> judge [-> retrieval])."""
+
+from __future__ import annotations
+
+HELP = "run a benchmark (FIG-Eval, JSONL, WISE, I-HallA) in resumable phases"
+
+CONDITIONS = ["direct", "prompt_enhanced", "oracle", "orig", "orig_txt", "orig_img"]
+
+
+def _csv_list(values):
+    out = []
+    for v in values or []:
+        out += [x.strip() for x in v.split(",") if x.strip()]
+    return out or None
+
+
+def add_arguments(parser) -> None:
+    from orig_local.cli import add_config_arguments
+
+    add_config_arguments(parser)
+    parser.add_argument("--benchmark", help="benchmark loader: figeval (default), jsonl, wise, ihalla")
+    parser.add_argument("--data", help="benchmark folder/file (FIG-Eval: the authors' repo or a flat folder)")
+    parser.add_argument("--condition", choices=CONDITIONS, help="paper condition (default: agent.condition)")
+    parser.add_argument("--generator", help="generator preset, e.g. qwen-image")
+    parser.add_argument("--backbone", help="backbone chat preset, e.g. qwen2.5-vl-72b")
+    parser.add_argument("--judge", help="judge chat preset (default qwen2.5-vl-72b)")
+    parser.add_argument("--judge-name", help="store verdicts as judge-<name>.jsonl (compare several judges)")
+    parser.add_argument("--out", required=True, help="run folder (created; rerun to resume)")
+    parser.add_argument("--phase", default="all", choices=["agent", "generate", "judge", "retrieval", "all"],
+                        help="run one phase only (default: all phases in order)")
+    parser.add_argument("--shard", help="i/n: take every n-th item starting at i, write <phase>.shard-i-of-n.jsonl")
+    parser.add_argument("--limit", type=int, help="first N items only (after --classes/--ids)")
+    parser.add_argument("--classes", action="append", help="comma-separated classes (sport/sports both work)")
+    parser.add_argument("--ids", action="append", help="comma-separated item ids")
+    parser.add_argument("--include-others", action="store_true", help="FIG-Eval: keep the 20 'others' prompts")
+    parser.add_argument("--label", help="run name in reports (default: the folder name)")
+    parser.add_argument("--retry-errors", action="store_true", help="rerun items whose row has an error")
+    parser.add_argument("--no-report", action="store_true", help="do not write <out>/report after phase 'all'")
+
+
+def apply_flags(config, args):
+    """Fold the command's flags into the config (flags win over files and --set)."""
+    ev = config.eval
+    if args.benchmark:
+        ev.benchmark = args.benchmark
+    if args.data:
+        ev.data = args.data
+    if args.classes:
+        ev.classes = _csv_list(args.classes)
+    if args.include_others:
+        ev.include_others = True
+    if args.label:
+        ev.label = args.label
+    if args.judge_name:
+        ev.judge_name = args.judge_name
+    if args.condition:
+        config.agent.condition = args.condition
+    if args.generator:
+        config.generator.preset = args.generator
+    if args.backbone:
+        config.backbone.preset = args.backbone
+    if args.judge:
+        config.judge.preset = args.judge
+    return config
+
+
+def run(args) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    from orig_local.cli import config_from_args
+    from orig_local.configbase import ConfigError
+    from orig_local.evaluation.loaders import load_benchmark
+    from orig_local.evaluation.orchestrate import run_phases
+    from orig_local.evaluation.runner import parse_shard, select_items
+
+    config = apply_flags(config_from_args(args), args)
+    ev = config.eval
+    if not ev.data:
+        raise ConfigError("no benchmark data: pass --data PATH (or set eval.data)")
+    try:
+        shard = parse_shard(args.shard) if args.shard else None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    items = load_benchmark(ev.benchmark, ev.data, classes=ev.classes, include_others=ev.include_others)
+    items = select_items(items, ids=_csv_list(args.ids), limit=args.limit)
+    if not items:
+        print("orig eval: no items selected", file=sys.stderr)
+        return 1
+    if args.phase == "all":
+        phases = ["agent", "generate", "judge"]
+        if ev.retrieval_accuracy and config.agent.retrieves:
+            phases.append("retrieval")
+    else:
+        phases = [args.phase]
+    summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors)
+    for s in summaries:
+        print(json.dumps(s))
+    if args.phase == "all" and not args.no_report and not (shard and shard[1] > 1):
+        from orig_local.evaluation.report import build_report
+
+        written = build_report([args.out], judge_name=ev.judge_name, n_boot=ev.bootstrap, ci=ev.ci,
+                               seed=ev.bootstrap_seed, errors=ev.judge_errors)
+        print((Path(written["accuracy"])).read_text(encoding="utf-8"))
+        print(f"report: {written['report']}")
+    return 0

@@ -1,0 +1,64 @@
+"""Join shard outputs: ``<phase>.shard-I-of-N.jsonl`` files (and/or whole run folders from
+several machines) into one ``<phase>.jsonl`` per phase, without duplicates.
+
+Rows are keyed by id; the first complete row wins (rows of a finished id are identical across
+shards anyway, since each id ran in exactly one shard). The merged file is written atomically;
+the shard files it absorbed move to ``shards/`` so a later read cannot count them twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from pathlib import Path
+
+from orig_local.evaluation.store import read_rows, write_rows_atomic
+
+log = logging.getLogger(__name__)
+
+_FILE = re.compile(r"^(?P<base>(agent|generate|judge|retrieval)(-[\w.-]+?)?)(\.shard-\d+-of-\d+)?\.jsonl$")
+_ASSET_DIRS = ("images", "refs", "evidence", "traces")
+
+
+def merge_runs(runs: list[str | Path], out: str | Path | None = None) -> dict[str, int]:
+    """Merge every phase file found in ``runs`` into ``out`` (default: the first run).
+    Returns rows per merged file."""
+    runs = [Path(r) for r in runs]
+    out = Path(out) if out else runs[0]
+    out.mkdir(parents=True, exist_ok=True)
+    groups: dict[str, list[Path]] = {}
+    for run in runs:
+        for path in sorted(run.glob("*.jsonl")):
+            m = _FILE.match(path.name)
+            if m:
+                groups.setdefault(m.group("base"), []).append(path)
+    counts: dict[str, int] = {}
+    for base, paths in sorted(groups.items()):
+        # the target's own main file first, so rows already merged keep their place
+        target = out / f"{base}.jsonl"
+        paths = sorted(set(paths), key=lambda p: (p != target, str(p)))
+        rows: dict[str, dict] = {}
+        for path in paths:
+            for row in read_rows(path):
+                rows.setdefault(row["id"], row)
+        write_rows_atomic(target, rows.values())
+        counts[target.name] = len(rows)
+        for path in paths:
+            if path != target and path.parent == out:
+                (out / "shards").mkdir(exist_ok=True)
+                shutil.move(str(path), out / "shards" / path.name)
+    for run in runs:
+        if run.resolve() == out.resolve():
+            continue
+        for sub in _ASSET_DIRS:
+            for src in (run / sub).rglob("*") if (run / sub).is_dir() else []:
+                dst = out / src.relative_to(run)
+                if src.is_file() and not dst.exists():
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src, dst)
+        for name in ("run.json", "config.yaml"):
+            if (run / name).is_file() and not (out / name).exists():
+                shutil.copy2(run / name, out / name)
+    log.info("merged into %s: %s", out, counts)
+    return counts
