@@ -81,7 +81,9 @@ class Message:
     def __post_init__(self):
         if self.role not in ("system", "user", "assistant"):
             raise ValueError(f"unknown role {self.role!r}")
-        self.parts = [p if isinstance(p, str) else ImageRef(p) for p in self.parts]
+        # An ImageRef is kept as is, so its encoded PNG (and hash) is computed once even when
+        # the same picture goes into many requests.
+        self.parts = [p if isinstance(p, (str, ImageRef)) else ImageRef(p) for p in self.parts]
 
     @property
     def images(self) -> list[ImageRef]:
