@@ -309,11 +309,14 @@ class CorpusIndex:
         captions miss the query's words."""
         if not self.corpus.images:
             return []
-        bm25 = _normalise(self.images_bm25.scores(query))
+        raw = self.images_bm25.scores(query)
+        bm25 = raw / raw.max() if raw.max() > 0 else raw  # 1.0 = best caption match, 0 = no term
         score = bm25.copy()
         embeddings = self.clip_embeddings()
         if embeddings is not None:
             sims = (self.embedder.embed_texts([query]) @ embeddings.T)[0]
             score = (1 - clip_weight) * bm25 + clip_weight * _normalise(sims)
         order = np.argsort(-score, kind="stable")[:k]
+        if embeddings is not None:  # CLIP ranks every image; without it only caption matches count
+            return [(self.corpus.images[i], float(score[i])) for i in order]
         return [(self.corpus.images[i], float(score[i])) for i in order if score[i] > 0]
