@@ -15,6 +15,9 @@ import sys
 COMMANDS = {
     "config": "orig_local.cli.config_cmd",
     "models": "orig_local.cli.models",
+    "search": "orig_local.cli.search",
+    "corpus": "orig_local.cli.corpus_cmd",
+    "snapshot": "orig_local.cli.snapshot_cmd",
     "generate": "orig_local.cli.generate",
     "eval": "orig_local.cli.eval_cmd",
     "merge": "orig_local.cli.merge_cmd",
