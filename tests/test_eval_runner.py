@@ -187,3 +187,21 @@ def test_agreement_with_humans(tmp_path, items):
 
     assert main(["agreement", str(run), "--human", str(labels), "--out", str(tmp_path / "agr")]) == 0
     assert "Cohen" in (tmp_path / "agr" / "agreement.md").read_text()
+
+
+def test_cli_eval_direct_agent_phase_and_selection(tmp_path, items):
+    from orig_local.cli import main
+
+    bench = tmp_path / "bench" / "bench.jsonl"
+    out = tmp_path / "run"
+    rc = main(["-q", "eval", "--benchmark", "jsonl", "--data", str(bench), "--condition", "direct",
+               "--out", str(out), "--phase", "agent", "--classes", "animal,food", "--limit", "3"])
+    assert rc == 0
+    rows = read_phase(out, "agent")
+    assert list(rows) == ["item_0", "item_2", "item_3"]
+    assert rows["item_0"]["final_prompt"] == "A picture of thing 0" and rows["item_0"]["error"] is None
+    rc = main(["-q", "eval", "--benchmark", "jsonl", "--data", str(bench), "--condition", "direct",
+               "--out", str(out), "--phase", "agent", "--ids", "item_1", "--shard", "0/2"])
+    assert rc == 0 and list(read_phase(out, "agent")) == ["item_0", "item_2", "item_3", "item_1"]
+    assert (out / "agent.shard-0-of-2.jsonl").is_file()
+    assert main(["-q", "eval", "--data", str(bench), "--out", str(out), "--shard", "3/2"]) == 2
