@@ -19,7 +19,9 @@ from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.trace import StageRecord, Trace, messages_digest
-from orig_local.llm.base import BaseChatModel, ChatError, Message, StructuredOutputError, system, user
+from orig_local.embeddings.clip import image_sha256
+from orig_local.llm.base import (BaseChatModel, ChatError, ImageRef, Message, StructuredOutputError, system,
+                                 user)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class StageContext:
     seen_images: dict[str, int | None] = field(default_factory=dict)  # sha256 -> dHash, this run
     search_failures: int = 0  # searches that failed outright (no hits, failures reported)
     searches: int = 0
+    _refs: dict[int, ImageRef] = field(default_factory=dict, repr=False)
+    _hashes: dict[int, str] = field(default_factory=dict, repr=False)
 
     async def ask(
         self,
@@ -84,9 +88,9 @@ class StageContext:
         text = self.prompts.render(template, prompt=self.prompt, **variables)
         parts: list[Any] = [text]
         for i, image in enumerate(images, 1):
-            parts += [f"\nImage {i}:", image]
+            parts += [f"\nImage {i}:", self._image_ref(image)]
         messages: list[Message] = [system(self.prompts.render("system")), user(*parts)]
-        canonical = [m.canonical() for m in messages]
+        canonical = [self._canonical(m) for m in messages]
         record = StageRecord(
             stage=stage, step=step, round=self.round, template=template,
             messages_sha256=messages_digest(canonical),
@@ -119,6 +123,28 @@ class StageContext:
             log.warning("%s/%s (round %d) failed: %s", stage, step, self.round, record.error[:300])
         self.trace.add(record)
         return parsed, record
+
+    def _image_ref(self, image: Any) -> ImageRef:
+        """One ImageRef per picture per run, so its PNG bytes and hash are computed once even
+        though the picture is sent in several requests."""
+        ref = self._refs.get(id(image))
+        if ref is None or ref.source is not image:
+            ref = self._refs[id(image)] = ImageRef(image)
+        return ref
+
+    def _canonical(self, message: Message) -> dict[str, Any]:
+        """The message as JSON for the trace, images as a hash of their pixels (cheaper than
+        the PNG encoding ``Message.canonical`` hashes; computed once per picture per run)."""
+        parts: list[Any] = []
+        for p in message.parts:
+            if isinstance(p, str):
+                parts.append(p)
+                continue
+            digest = self._hashes.get(id(p))
+            if digest is None:
+                digest = self._hashes[id(p)] = image_sha256(p.to_pil() if not hasattr(p.source, "tobytes") else p.source)
+            parts.append({"image_pixels_sha256": digest})
+        return {"role": message.role, "parts": parts}
 
     def knowledge_image(self, eid: str) -> Any:
         """The pixels of image ``eid`` in K."""
