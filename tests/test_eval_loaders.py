@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from PIL import Image
 
-from orig_local.evaluation.items import BenchmarkFormatError, summarize
+from orig_local.evaluation.items import summarize
 from orig_local.evaluation.loaders import load_benchmark
 
 
@@ -93,11 +93,26 @@ def test_authors_layout_quirks(tmp_path):
     assert [i.id for i in load_benchmark("figeval", root, classes=["others"])] == ["others_0"]
 
 
-def test_bad_concept_is_a_clear_error(tmp_path):
-    (tmp_path / "x_grouped.json").write_text(json.dumps({"x_0": {"prompt_en": "p", "txt_reference": "",
-                                             "questions": {"question_1": {"content": "c", "modal": "T", "class_id": 7}}}}))
-    with pytest.raises(BenchmarkFormatError, match="x_0/question_1"):
-        load_benchmark("figeval", tmp_path, classes=["x"])
+def test_malformed_question_is_reported_and_skipped(tmp_path):
+    qs = {"question_1": {"content": "c", "modal": "T", "class_id": 7},
+          "question_2": {"content": "d", "modal": "T", "class_id": "3"}}
+    (tmp_path / "x_grouped.json").write_text(json.dumps({"x_0": {"prompt_en": "p", "txt_reference": "", "questions": qs}}))
+    (item,) = load_benchmark("figeval", tmp_path, classes=["x"])
+    assert [q.id for q in item.questions] == ["question_2"] and item.questions[0].concept == "TC"
+    assert "question_1: skipped" in item.issues[0]
+
+
+def test_grouped_only_id_with_its_own_prompt_is_kept(tmp_path):
+    root = _authors_repo(tmp_path / "ORIG")
+    path = root / "eval" / "reference" / "txt" / "people" / "people_grouped.json"
+    data = json.loads(path.read_text())
+    data["people_9"] = {"prompt_en": "Someone", "txt_reference": "", "questions": {
+        "question_1": {"content": "True or False: x", "img_path": None, "modal": "T", "class_id": 1}}}
+    data["people_8"] = {"prompt_en": "", "txt_reference": "", "questions": {}}
+    path.write_text(json.dumps(data))
+    items = {i.id: i for i in load_benchmark("figeval", root, classes=["people"])}
+    assert set(items) == {"people_0", "people_1", "people_9"}
+    assert "not in prompts.jsonl" in items["people_9"].issues[0]
 
 
 def test_own_jsonl_format_and_roundtrip(tmp_path):

@@ -124,10 +124,11 @@ def _questions(pid: str, entry: dict, images: dict[str, Path], where: Path,
         try:
             concept = CONCEPT_BY_ID[int(q["class_id"])]
             modality = MODALITY_BY_CODE[str(q["modal"]).strip().upper()]
-        except (KeyError, ValueError, TypeError) as exc:
-            raise BenchmarkFormatError(
-                f"{where}: {pid}/{key}: bad class_id/modal ({q.get('class_id')!r}, {q.get('modal')!r})"
-            ) from exc
+        except (KeyError, ValueError, TypeError):
+            # One malformed question must not make the other ~4,000 unusable: it is left out,
+            # listed in item.issues and counted in the load warning.
+            issues.append(f"{key}: skipped, bad class_id/modal ({q.get('class_id')!r}, {q.get('modal')!r}) in {where.name}")
+            continue
         ref, found = None, True
         if q.get("img_path"):
             name = Path(str(q["img_path"])).name
@@ -176,6 +177,17 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
         prompt_rows = [{"id": pid, "category": pid.rsplit("_", 1)[0], "prompt_en": e.get("prompt_en", ""),
                         "prompt_zh": e.get("prompt_zh")} for pid, (e, _) in grouped.items()]
 
+    # Ids that have questions but no line in prompts.jsonl (the paper counts 514 prompts, the
+    # list has 513): kept when the grouped file carries their English prompt.
+    listed = {str(r["id"]).strip().lower() for r in prompt_rows}
+    for pid, (entry, where) in grouped.items():
+        if pid not in listed:
+            if str(entry.get("prompt_en") or "").strip():
+                prompt_rows.append({"id": pid, "category": pid.rsplit("_", 1)[0], "prompt_en": entry["prompt_en"],
+                                    "prompt_zh": entry.get("prompt_zh"), "_note": f"not in prompts.jsonl; prompt from {where.name}"})
+            else:
+                log.warning("FIG-Eval: %s has questions in %s but no prompt anywhere; skipped", pid, where.name)
+
     wanted = {normalize_class(c) for c in classes} if classes else None
     items: list[BenchmarkItem] = []
     no_questions: dict[str, int] = {}
@@ -191,7 +203,7 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
             no_questions[category] = no_questions.get(category, 0) + 1
             continue
         entry, where = hit
-        issues: list[str] = []
+        issues: list[str] = [row["_note"]] if row.get("_note") else []
         questions = _questions(pid, entry, images, where, issues)
         prompt = " ".join(str(row.get("prompt_en") or entry.get("prompt_en") or "").split())
         if not prompt:
@@ -215,4 +227,7 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
     missing = sum(1 for i in items for msg in i.issues if "not found" in msg)
     if missing:
         log.warning("FIG-Eval: %d reference image(s) missing (their questions will be recorded as errors)", missing)
+    bad = sum(1 for i in items for msg in i.issues if "skipped, bad" in msg)
+    if bad:
+        log.warning("FIG-Eval: %d malformed question(s) skipped (see item.issues)", bad)
     return items
