@@ -143,9 +143,14 @@ class Retriever:
         return FetchFailure(url=url, kind="http_error", detail=f"no document {doc_id!r} in the corpus")
 
     # ------------------------------------------------------------------ images
-    async def fetch_image(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure:
+    async def fetch_image(self, url: str, page_url: str | None = None, *,
+                          dedup: bool = True) -> FetchedImage | FetchFailure:
         """Download, verify, decode, downscale, hash; duplicates of images fetched since the
-        last :meth:`reset_dedup` come back as ``FetchFailure(kind="duplicate")``."""
+        last :meth:`reset_dedup` come back as ``FetchFailure(kind="duplicate")``.
+
+        ``dedup=False`` skips that shared check: the agent keeps its own per-prompt duplicate
+        set, because one Retriever serves many prompts at once (and several conditions in a
+        row), and an image one prompt fetched must not be refused to another."""
         if url.startswith(IMG_URL) and self.corpora:
             got = self._corpus_image_bytes(url)
         elif hasattr(self.fetcher, "fetch_bytes"):
@@ -162,7 +167,7 @@ class Retriever:
             if isinstance(got, FetchFailure):
                 return got
             result = await asyncio.to_thread(decode_image, got[0], url, self.fetch_config, page_url, got[1])
-        if isinstance(result, FetchedImage):
+        if isinstance(result, FetchedImage) and dedup:
             duplicate = self.dedup.check(result)
             if duplicate is not None:
                 return duplicate
