@@ -36,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
     corpus = Corpus.load(local.corpus)
     backend = LocalBackend(corpus, local, embedder=config.embed if local.images else None,
                            cache_dir=config.resolved_cache_dir())
-    index = backend.build()
+    try:
+        index = backend.build()
+    except (FileNotFoundError, ImportError) as exc:
+        import sys
+
+        print(f"orig corpus: {exc}\n(tiny models: python scripts/make_tiny_models.py)", file=sys.stderr)
+        return 2
     clip = index.clip_embeddings()
     where = index.dir if index.dir is not None else "(memory only: no writable place to save)"
     print(f"corpus {corpus.root}: {len(corpus.docs)} documents, {len(corpus.images)} images; "

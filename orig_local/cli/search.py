@@ -43,7 +43,11 @@ def run(args: argparse.Namespace) -> int:
         async with Retriever.from_config(retrieval, cache_dir=config.resolved_cache_dir(), embedder=config.embed) as r:
             return await (r.search_images if args.images else r.search_text)(args.query, k=args.k)
 
-    outcome = asyncio.run(go())
+    try:
+        outcome = asyncio.run(go())
+    except (FileNotFoundError, ImportError) as exc:
+        print(f"orig search: {exc}\n(tiny models: python scripts/make_tiny_models.py)", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(outcome.model_dump(mode="json"), indent=1, ensure_ascii=False))
     else:

@@ -179,6 +179,10 @@ class Bm25:
     def build(cls, texts: list[str]) -> "Bm25":
         import bm25s
 
+        # bm25s pins its logger to DEBUG at import, which overrides `orig -q`; give the
+        # decision back to the application's root logger.
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
+
         model = bm25s.BM25()
         tokens = [tokenize(t) or [""] for t in texts]
         if texts:
