@@ -205,3 +205,19 @@ def test_cli_eval_direct_agent_phase_and_selection(tmp_path, items):
     assert rc == 0 and list(read_phase(out, "agent")) == ["item_0", "item_2", "item_3", "item_1"]
     assert (out / "agent.shard-0-of-2.jsonl").is_file()
     assert main(["-q", "eval", "--data", str(bench), "--out", str(out), "--shard", "3/2"]) == 2
+
+
+def test_two_judges_compared_in_one_report(tmp_path, items):
+    run = tmp_path / "run"
+    _run(_config(), run, items)
+    cfg = _config(judge_name="contrarian")
+    _run(cfg, run, items, phases=("judge",), judge=scripted_judge(reply=lambda m, s: "false"))
+    from orig_local.evaluation.report import build_report
+    from orig_local.evaluation.agreement import judge_agreement
+
+    written = build_report([run], tmp_path / "rep", judge_name="default,contrarian", n_boot=50, gallery=False)
+    table = written["accuracy"].read_text()
+    assert "run [default]" in table and "run [contrarian]" in table
+    res = judge_agreement(run, None, "contrarian")
+    n_true = sum(v["answer"] for r in read_phase(run, "judge").values() for v in r["verdicts"])
+    assert res["items"] == 27 and res["accuracy"] == pytest.approx(1 - n_true / 27)

@@ -8,7 +8,8 @@ HELP = "Table-3 accuracy (with CIs), differences, cost tables, figures, HTML gal
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", help="run folders (several: compared side by side)")
     parser.add_argument("--out", help="report folder (default <run>/report for one run)")
-    parser.add_argument("--judge-name", help="use judge-<name>.jsonl instead of judge.jsonl")
+    parser.add_argument("--judge-name", help="use judge-<name>.jsonl instead of judge.jsonl; several "
+                        "comma-separated (default = judge.jsonl) compare judges side by side")
     parser.add_argument("--baseline", help="run the differences are taken against (default: the first)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates (0 = no CIs)")
     parser.add_argument("--ci", type=float, default=0.95)

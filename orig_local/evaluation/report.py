@@ -275,10 +275,19 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
                  baseline: str | Path | None = None, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
                  errors: str = "exclude", gallery: bool = True) -> dict[str, Path]:
     """Write every table, figure and gallery for ``run_dirs`` into ``out`` (default
-    ``<run>/report`` for one run). Returns the written paths by name."""
-    runs = [load_run(d, judge_name, errors) for d in run_dirs]
+    ``<run>/report`` for one run). ``judge_name`` may list several judges ("default,qwen7b")
+    to compare them side by side. Returns the written paths by name."""
+    # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.
+    names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
+    runs = []
+    for d in run_dirs:
+        for name in names:
+            run = load_run(d, name, errors)
+            if len(names) > 1:
+                run.label = f"{run.label} [{name or 'default'}]"
+            runs.append(run)
     if out is None:
-        if len(runs) != 1:
+        if len(run_dirs) != 1:
             raise ValueError("several runs: pass --out DIR for the comparison report")
         out = runs[0].dir / "report"
     out = Path(out)
