@@ -7,4 +7,6 @@ per file; ``scripts/make_tiny_models.py`` runs them all into :func:`orig_local.p
 
 BUILDERS = {
     "clip": "orig_local.tiny.clip:build_tiny_clip",
+    "qwen2_5_vl": "orig_local.tiny.qwen_vl:build_tiny_qwen2_5_vl",
+    "judge": "orig_local.tiny.judge:build_tiny_judge",
 }
