@@ -221,3 +221,15 @@ def test_two_judges_compared_in_one_report(tmp_path, items):
     res = judge_agreement(run, None, "contrarian")
     n_true = sum(v["answer"] for r in read_phase(run, "judge").values() for v in r["verdicts"])
     assert res["items"] == 27 and res["accuracy"] == pytest.approx(1 - n_true / 27)
+
+
+def test_generate_phase_shards_itself_under_accelerate(tmp_path, items, monkeypatch):
+    run = tmp_path / "run"
+    _run(_config(), run, items, phases=("agent",))
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    gen = FakeGenerator()
+    _run(_config(), run, items, phases=("generate",), generator=gen)
+    rows = [json.loads(ln) for ln in (run / "generate.shard-1-of-2.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [i.id for i in items[1::2]] and gen.calls == 4
+    assert not (run / "agent.shard-1-of-2.jsonl").exists()  # only generation is data-parallel
