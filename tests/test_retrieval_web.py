@@ -345,3 +345,21 @@ async def test_user_agent_is_sent(server):
     finally:
         await session.aclose()
     assert seen["ua"] == "orig-test-agent/1.0"
+
+
+async def test_dedup_can_be_left_to_the_caller(server):
+    class NoSearch:
+        name = "none"
+
+        async def text(self, q, k=10):
+            return []
+
+        images = text
+
+    retriever = Retriever(NoSearch(), fetch_config=fetch_config())
+    try:
+        a = await retriever.fetch_image(server.url("/img.png"), dedup=False)
+        b = await retriever.fetch_image(server.url("/img-copy.png"), dedup=False)
+        assert isinstance(a, FetchedImage) and isinstance(b, FetchedImage) and a.sha256 == b.sha256
+    finally:
+        await retriever.aclose()
