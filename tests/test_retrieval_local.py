@@ -157,3 +157,25 @@ async def test_local_backend_without_embedder_uses_captions(local_config, tmp_pa
         assert outcome.hits[0].image_url.startswith("corpus://img/img-k7-")
     finally:
         await r.aclose()
+
+
+async def test_concurrent_first_queries_build_once(local_config, tmp_path, monkeypatch):
+    import asyncio
+
+    from orig_local.retrieval import corpus as corpus_mod
+    from orig_local.retrieval.retriever import Retriever
+
+    builds = []
+    real = corpus_mod.CorpusIndex.__init__
+
+    def counting(self, *a, **kw):
+        builds.append(1)
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(corpus_mod.CorpusIndex, "__init__", counting)
+    r = Retriever.from_config(local_config.retrieval, cache_dir=tmp_path)
+    try:
+        outcomes = await asyncio.gather(*(r.search_text(q, k=2) for q in ["Veltrane", "Quillon", "Korvath", "Eiffel"]))
+    finally:
+        await r.aclose()
+    assert len(builds) == 1 and all(o.hits for o in outcomes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 
 from orig_local.retrieval.base import ImageHit, TextHit
@@ -39,6 +40,9 @@ class LocalBackend:
         self._embedder_spec = embedder if self.config.images else None
         self._cache_dir = cache_dir
         self._index: CorpusIndex | None = None
+        # Searches run in worker threads; concurrent first queries must not build the index or
+        # load the CLIP model twice, and one torch model is not shared across threads.
+        self._lock = threading.Lock()
 
     @classmethod
     def from_config(cls, config, cache_dir=None, embedder=None) -> "LocalBackend":
@@ -65,14 +69,19 @@ class LocalBackend:
             self.config = self.config.model_copy(update={"images": False})
 
     async def text(self, query: str, k: int = 10) -> list[TextHit]:
-        found = await asyncio.to_thread(self.index.search_docs, query, k)
+        def run():
+            with self._lock:
+                return self.index.search_docs(query, k)
+
+        found = await asyncio.to_thread(run)
         return [TextHit(title=doc.title, url=f"{DOC_URL}{doc.id}", snippet=doc.text[:SNIPPET_CHARS],
                         rank=n, backend=self.name) for n, (doc, _score) in enumerate(found, 1)]
 
     async def images(self, query: str, k: int = 10) -> list[ImageHit]:
         def run():
-            self._ensure_embedder()
-            return self.index.search_images(query, k, self.config.clip_weight)
+            with self._lock:
+                self._ensure_embedder()
+                return self.index.search_images(query, k, self.config.clip_weight)
 
         found = await asyncio.to_thread(run)
         hits = []
@@ -87,9 +96,10 @@ class LocalBackend:
 
     def build(self) -> CorpusIndex:
         """Build and save the whole index now (``orig corpus build``)."""
-        self._ensure_embedder()
-        self.index.clip_embeddings()
-        return self.index
+        with self._lock:
+            self._ensure_embedder()
+            self.index.clip_embeddings()
+            return self.index
 
 
 def _image_size(path) -> tuple[int | None, int | None]:
