@@ -112,7 +112,8 @@ class SimulatedRetriever:
         return Page(url=url, final_url=url, title=doc["title"], text=doc["text"],
                     fetched_at="2025-01-01T00:00:00Z", status=200)
 
-    async def fetch_image(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure:
+    async def fetch_image(self, url: str, page_url: str | None = None, *,
+                          dedup: bool = True) -> FetchedImage | FetchFailure:
         self.calls["fetch_image"] += 1
         await self._wait(self.fetch_latency_s)
         if self.fail_fetches:

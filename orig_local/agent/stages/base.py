@@ -37,7 +37,8 @@ class RetrieverLike(Protocol):
 
     async def read_page(self, url: str) -> Any: ...  # Page | FetchFailure
 
-    async def fetch_image(self, url: str, page_url: str | None = None) -> Any: ...  # FetchedImage | FetchFailure
+    # dedup=False: skip the retriever's shared duplicate check (the agent's is per run)
+    async def fetch_image(self, url: str, page_url: str | None = None, *, dedup: bool = True) -> Any: ...
 
 
 class Deduper(Protocol):

@@ -182,7 +182,9 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
     while len(kept) < cfg.images_per_query and i < len(hits):
         wave = hits[i: i + cfg.images_per_query - len(kept)]
         i += len(wave)
-        results = await asyncio.gather(*(ctx.retriever.fetch_image(h.image_url, page_url=h.page_url) for h in wave))
+        # dedup=False: the retriever serves many prompts at once; duplicates are per run (below).
+        results = await asyncio.gather(*(ctx.retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
+                                         for h in wave))
         rec.image_fetches += len(wave)
         for hit, res in zip(wave, results):  # rank order
             if isinstance(res, FetchFailure):

@@ -1,0 +1,41 @@
+"""The agent with the real Retriever over the packaged demo corpus (`local` backend: BM25 +
+tiny open_clip) and the real CLIP deduper, driven by a scripted backbone: what `--offline`
+runs, minus the noisy tiny backbone."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_support import PROMPT, RecordingGenerator, backbone, keep_only
+from orig_local.agent.factory import build_agent
+from orig_local.config import load_config
+
+
+@pytest.fixture(scope="module")
+def offline_config():
+    return load_config("offline", ["cache_dir=''"])
+
+
+async def test_full_run_over_the_demo_corpus(offline_config):
+    gen = RecordingGenerator()
+    agent = build_agent(offline_config, chat=backbone({"RefinedText": keep_only(2, 1)}), generator=gen)
+    try:
+        res = await agent.run(PROMPT)
+        # Same prompt twice at once, then again: a Retriever shared by concurrent prompts must
+        # not refuse one prompt the images another fetched.
+        again = await agent.run_many([PROMPT, PROMPT], concurrency=2)
+    finally:
+        await agent.aclose()
+    assert res.trace.stages() == ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency",
+                                  "refinement", "extension", "generation"]
+    assert res.stop_reason == "sufficient" and res.rounds == 1
+    p = res.final_prompt.lower()
+    assert "teal and orange" in p and "hexagonal" in p  # facts only the fictional corpus has
+    assert all(t.source.url.startswith("corpus://doc/") for t in res.knowledge.texts)
+    shown = [i for i in next(r for r in res.trace.records if r.step == "text_features").evidence_ids if i.startswith("V")]
+    assert [v.id for v in res.references] == [shown[1], shown[0]]
+    assert gen.requests[0].references == [v.image for v in res.references]
+    assert res.references[0].url.startswith("corpus://img/")
+    assert any(r.step == "dedup_images" for r in res.trace.records)  # CLIP dedup ran before the VLM
+    for other in again:
+        assert [v.url for v in other.references] == [v.url for v in res.references]
