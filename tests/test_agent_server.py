@@ -1,0 +1,44 @@
+"""The agent through the real OpenAI-compatible path: `transformers serve` with the tiny random
+Qwen2.5-VL (fixture ``tiny_qwen_server``). Its replies are noise, so every structured reply
+fails validation: the run must end cleanly with those failures (and the raw replies) recorded,
+proving that real server replies flow through the real parser into the trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_support import PROMPT, corpus
+from orig_local.agent.agent import Agent
+from orig_local.agent.config import AgentConfig
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def server(request):
+    try:
+        return request.getfixturevalue("tiny_qwen_server")
+    except pytest.FixtureLookupError:
+        pytest.skip("the tiny_qwen_server fixture (chat layer) is not available")
+
+
+async def test_noise_backbone_over_http_terminates_with_errors_recorded(server):
+    from orig_local.llm import make_chat_model
+    from orig_local.llm.config import ChatConfig
+
+    chat = make_chat_model(ChatConfig(backend="openai", base_url=server.base_url, model=server.model,
+                                      max_tokens=24, schema_retries=1, connect_retries=0, timeout_s=60))
+    agent = Agent(chat, corpus(), AgentConfig(max_rounds=2, max_references=1))
+    try:
+        res = await agent.run(PROMPT)
+    finally:
+        await chat.aclose()
+    assert res.error is None
+    assert res.stop_reason == "error" and res.rounds == 0  # the plan never validated
+    assert res.final_prompt.startswith(PROMPT)  # usable: P assembled with the bootstrap snippets
+    called = [r for r in res.trace.records if r.attempts]
+    assert called and all("StructuredOutputError" in (r.error or "") for r in called)
+    assert all(len(r.invalid_replies) == r.attempts == 2 for r in called)
+    assert any(reply.strip() for r in called for reply in r.invalid_replies)  # real text came back
+    assert sum(r.prompt_tokens for r in called) > 0  # usage reported by the server
+    assert res.trace.stages()[:2] == ["bootstrap", "planning"]
