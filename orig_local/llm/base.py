@@ -200,6 +200,20 @@ RETRY_NOTE = (
     "Reply again with only one JSON object that matches the required schema."
 )
 
+SCHEMA_NOTE = "\n\nReply with only one JSON value (no prose, no code fence) that matches this JSON schema:\n{schema}"
+
+
+def with_schema_instruction(messages: Sequence[Message], schema: type[BaseModel]) -> list[Message]:
+    """Append the JSON schema to the last user turn: how a schema is sent to a model that has no
+    guided decoding (the in-process transformers backend, ``structured_mode: prompt``)."""
+    messages = list(messages)
+    note = SCHEMA_NOTE.format(schema=json.dumps(schema_json(schema), ensure_ascii=False))
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            messages[i] = Message("user", list(messages[i].parts) + [note])
+            return messages
+    return messages + [user(note.lstrip())]
+
 
 # --------------------------------------------------------------------------- base class
 

@@ -1,0 +1,223 @@
+"""Chat backend for any OpenAI-compatible server: by default a local ``vllm serve``.
+
+One request per :meth:`_complete`, over ``httpx.AsyncClient``. Images travel inline as PNG
+data URIs (``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``), so the
+server needs no file access.
+
+How a pydantic schema is sent (``ChatConfig.structured_mode``):
+
+- ``json_schema`` (default) — the OpenAI field, which vLLM turns into guided decoding::
+
+      "response_format": {"type": "json_schema",
+                          "json_schema": {"name": "<Schema>", "schema": {...}, "strict": true}}
+
+- ``structured_outputs`` — vLLM's own request field (vLLM >= 0.12; it replaced the removed
+  ``guided_json`` / ``guided_regex`` / ``guided_choice`` / ``guided_grammar`` fields, now
+  ``structured_outputs.json`` / ``.regex`` / ``.choice`` / ``.grammar``). With the ``openai``
+  Python client it is ``extra_body={"structured_outputs": {"json": schema}}``; on the wire it
+  is a top-level body field, which is what we send.
+- ``prompt`` — no server-side constraint: the schema is appended to the last user turn. For
+  servers without guided decoding, e.g. ``transformers serve`` (it ignores ``response_format``
+  and rejects unknown fields such as ``structured_outputs`` with HTTP 422).
+
+In every mode the reply is validated by :class:`~orig_local.llm.base.BaseChatModel` with a
+bounded retry. Connection errors, HTTP 5xx and 429 are retried ``connect_retries`` times with
+exponential backoff and jitter, then raise :class:`ChatConnectionError`; any other HTTP error
+raises :class:`ChatError` with the server's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import random
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from orig_local.llm.base import (
+    BaseChatModel,
+    ChatConnectionError,
+    ChatError,
+    Completion,
+    Message,
+    Usage,
+    schema_json,
+    with_schema_instruction,
+)
+from orig_local.llm.config import ChatConfig
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUS = {429, 500, 502, 503, 504}
+MAX_BACKOFF_S = 60.0
+
+
+def message_to_openai(message: Message) -> dict[str, Any]:
+    """One :class:`Message` in OpenAI chat format (text-only turns as a plain string)."""
+    if not message.images:
+        return {"role": message.role, "content": message.text}
+    content = []
+    for part in message.parts:
+        if isinstance(part, str):
+            content.append({"type": "text", "text": part})
+        else:
+            b64 = base64.b64encode(part.png_bytes()).decode("ascii")
+            content.append({"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}})
+    return {"role": message.role, "content": content}
+
+
+def parse_top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
+    """First generated token's alternatives ``{token: logprob}`` from a chat choice, if any."""
+    content = (choice.get("logprobs") or {}).get("content") or []
+    if not content:
+        return None
+    first = content[0]
+    alternatives = first.get("top_logprobs") or [first]
+    return {alt["token"]: float(alt["logprob"]) for alt in alternatives}
+
+
+class OpenAIChatModel(BaseChatModel):
+    """Chat over an OpenAI-compatible ``/chat/completions`` endpoint (vLLM, transformers serve, ...).
+
+    ``transport`` (an ``httpx.AsyncBaseTransport``) lets a caller route requests elsewhere, e.g.
+    to an in-process ASGI app; normally requests go over TCP to ``config.base_url``.
+    """
+
+    backend = "openai"
+
+    def __init__(self, config: ChatConfig, cache=None, transport: httpx.AsyncBaseTransport | None = None):
+        super().__init__(config, cache=cache)
+        if not config.model:
+            raise ChatError(
+                "the openai backend needs the served model name: set `model` (or `preset`) in "
+                "this chat section, e.g. backbone.preset=qwen2.5-vl-7b"
+            )
+        self.base_url = config.base_url.rstrip("/")
+        self._transport = transport
+        # An AsyncClient's pool belongs to the event loop that first used it; a new loop (each
+        # asyncio.run, each async test) gets a new client.
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------------ request body
+
+    def build_request(
+        self,
+        messages: list[Message],
+        *,
+        schema: type[BaseModel] | None,
+        temperature: float,
+        max_tokens: int,
+        logprobs: int | None,
+    ) -> dict[str, Any]:
+        """The JSON body of one ``/chat/completions`` request."""
+        mode = self.config.structured_mode
+        if schema is not None and mode == "prompt":
+            messages = with_schema_instruction(messages, schema)
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [message_to_openai(m) for m in messages],
+            "temperature": temperature,
+            "top_p": self.config.top_p,
+            "max_tokens": max_tokens,
+        }
+        if self.config.seed is not None:
+            body["seed"] = self.config.seed
+        if logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = logprobs
+        if schema is not None and mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema_json(schema), "strict": True},
+            }
+        elif schema is not None and mode == "structured_outputs":
+            body["structured_outputs"] = {"json": schema_json(schema)}
+        return body
+
+    # ------------------------------------------------------------------ transport
+
+    def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            timeout = httpx.Timeout(self.config.timeout_s, connect=min(10.0, self.config.timeout_s))
+            limits = httpx.Limits(max_connections=self.config.concurrency)
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url, timeout=timeout, limits=limits, transport=self._transport,
+                headers={"Authorization": f"Bearer {self.config.api_key}"}, trust_env=False,
+            )
+            self._client_loop = loop
+        return self._client
+
+    def _backoff(self, attempt: int, retry_after: str | None) -> float:
+        delay = self.config.backoff_s * (2 ** attempt) * random.uniform(0.5, 1.5)
+        if retry_after:
+            try:
+                delay = max(delay, float(retry_after))
+            except ValueError:  # an HTTP date: keep our own backoff
+                pass
+        return min(delay, MAX_BACKOFF_S)
+
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST with bounded retries on connection errors, 5xx and 429."""
+        retries = self.config.connect_retries
+        last = ""
+        for attempt in range(retries + 1):
+            retry_after = None
+            try:
+                response = await self._http().post(path, json=body)
+            except httpx.TransportError as exc:  # refused, reset, timed out, bad protocol
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code < 400:
+                    try:
+                        return response.json()
+                    except ValueError as exc:
+                        raise ChatError(f"{self.base_url}{path}: reply is not JSON: {response.text[:300]!r}") from exc
+                if response.status_code not in RETRY_STATUS:
+                    raise ChatError(
+                        f"{self.base_url}{path} answered HTTP {response.status_code}: {response.text[:1000]}"
+                    )
+                last = f"HTTP {response.status_code}: {response.text[:300]}"
+                retry_after = response.headers.get("retry-after")
+            if attempt < retries:
+                delay = self._backoff(attempt, retry_after)
+                log.warning("%s%s failed (%s); retry %d/%d in %.1fs",
+                            self.base_url, path, last, attempt + 1, retries, delay)
+                await asyncio.sleep(delay)
+        raise ChatConnectionError(f"{self.base_url}{path}: gave up after {retries + 1} attempt(s); last: {last}")
+
+    # ------------------------------------------------------------------ protocol
+
+    async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs) -> Completion:
+        body = self.build_request(messages, schema=schema, temperature=temperature,
+                                  max_tokens=max_tokens, logprobs=logprobs)
+        data = await self.post("/chat/completions", body)
+        try:
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ChatError(f"unexpected chat reply from {self.base_url}: {str(data)[:300]}") from exc
+        if text is None:
+            raise ChatError(f"the server returned no text (finish_reason={choice.get('finish_reason')!r})")
+        if choice.get("finish_reason") == "length":
+            log.debug("reply cut at max_tokens=%d", max_tokens)
+        usage = data.get("usage") or {}
+        if not usage:
+            log.warning("%s returned no token usage; recording 0", self.base_url)
+        return Completion(
+            text=text,
+            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+            top_logprobs=parse_top_logprobs(choice) if logprobs else None,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            try:
+                await self._client.aclose()
+            except RuntimeError:  # its event loop is already closed: nothing left to release
+                pass
+            self._client = None
