@@ -134,6 +134,9 @@ class Agent:
         self.dedup = dedup
         self.prompts = prompts if isinstance(prompts, PromptLibrary) else PromptLibrary(prompts)
         self._generate_lock: asyncio.Lock | None = None  # one pipeline: one image at a time
+        temperature = getattr(getattr(chat, "config", None), "temperature", 0.0)
+        if temperature > 0.2:  # paper App. A: backbone temperature <= 0.2
+            log.warning("backbone temperature %.2f is above the paper's 0.2", temperature)
         if self.config.retrieves and retriever is None:
             raise ValueError(f"condition {self.config.condition!r} needs a retriever")
 
