@@ -65,6 +65,7 @@ def routes():
         "/botwall-403": respond(BOT_WALL, status=403),
         "/botwall-200": respond(BOT_WALL),
         "/pdf": respond(b"%PDF-1.4 fake", "application/pdf"),
+        "/bad-gzip": respond(b"this is not gzip data at all", headers={"Content-Encoding": "gzip"}),
         "/thin": respond(b"<html><head><title>x</title></head><body><p>Hello.</p></body></html>"),
         # images
         "/img.png": respond(image_bytes(320, 240, pattern=1), "image/png"),
@@ -221,6 +222,11 @@ async def test_not_html_and_thin_pages(server, reader):
     assert isinstance(pdf, FetchFailure) and pdf.kind == "not_html"
     thin = await reader.read(server.url("/thin"))
     assert isinstance(thin, FetchFailure) and thin.kind == "empty"
+
+
+async def test_corrupt_compressed_body_is_a_decode_error(server, reader):
+    result = await reader.read(server.url("/bad-gzip"))
+    assert isinstance(result, FetchFailure) and result.kind == "decode_error", result
 
 
 async def test_connection_refused_and_bad_urls(reader):

@@ -66,7 +66,9 @@ class HttpSession:
             return FetchFailure(url=url, kind="timeout", detail=type(exc).__name__)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             return FetchFailure(url=url, kind="invalid_url", detail=str(exc))
-        except (httpx.TransportError, OSError) as exc:  # connect refused/reset, protocol errors
+        except httpx.DecodingError as exc:  # e.g. a body that claims gzip but is not
+            return FetchFailure(url=url, kind="decode_error", detail=f"{type(exc).__name__}: {exc}")
+        except (httpx.HTTPError, OSError) as exc:  # connect refused/reset, TLS, protocol errors
             return FetchFailure(url=url, kind="connection", detail=f"{type(exc).__name__}: {exc}")
 
     async def _get(self, url: str, max_bytes: int, max_redirects: int, accept: str):

@@ -146,7 +146,12 @@ class WebPageReader:
         if raw.content_type in PLAIN_TYPES:
             title, text = "", html.strip()
         else:
-            title, text = self.extractor(html, raw.final_url)
+            try:
+                title, text = self.extractor(html, raw.final_url)
+            except Exception as exc:  # noqa: BLE001 - hostile HTML must not crash a run: a parser
+                # failure on one page becomes that page's typed failure, with the reason kept
+                log.warning("extraction failed for %s", url, exc_info=True)
+                return FetchFailure(url=url, kind="decode_error", detail=f"extraction: {type(exc).__name__}: {exc}")
         marker = looks_like_bot_wall(title, text if text else html[:BOT_WALL_MAX_CHARS])
         if marker and len(text) < BOT_WALL_MAX_CHARS:
             return FetchFailure(url=url, kind="bot_wall", detail=repr(marker))
