@@ -15,19 +15,29 @@ MARKER = ".complete"
 
 
 def build_one(name: str, root: Path, force: bool = False) -> Path:
-    """Build tiny model ``name`` into ``root/name`` unless already complete."""
+    """Build tiny model ``name`` into ``root/name`` unless already complete.
+
+    A lock file serialises builders of the same model (parallel test runs, several users of
+    one cache): the second waits and then finds the model complete."""
+    import fcntl
+
     out = Path(root) / name
     if (out / MARKER).exists() and not force:
         return out
-    if out.exists():
-        shutil.rmtree(out)  # a half-built folder from a crash: start clean
-    tmp = out.with_name(out.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    log.info("building tiny model %s", name)
-    load_object(BUILDERS[name])(tmp)
-    (tmp / MARKER).write_text("ok\n")
-    tmp.rename(out)  # atomic: a folder is either complete or absent
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(f".{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out / MARKER).exists() and not force:
+            return out
+        if out.exists():
+            shutil.rmtree(out)  # a half-built folder from a crash: start clean
+        tmp = out.with_name(out.name + ".partial")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        log.info("building tiny model %s", name)
+        load_object(BUILDERS[name])(tmp)
+        (tmp / MARKER).write_text("ok\n")
+        tmp.rename(out)  # atomic: a folder is either complete or absent
     return out
 
 
