@@ -81,3 +81,49 @@ def tiny_model(name: str) -> Path:
     from orig_local.tiny.build import build_one
 
     return build_one(name, tiny_models_dir())
+
+
+# --------------------------------------------------------------------------- model servers
+# Real OpenAI-compatible servers (`transformers serve`) over tiny local models, started once per
+# session and only when a test asks for them. Each yields a handle with `.base_url` (".../v1")
+# and `.model` (the served model name); `.chat_config(**overrides)` gives a matching ChatConfig
+# (`structured_mode="prompt"`: transformers serve has no guided decoding).
+
+
+class _ServerHandle:
+    def __init__(self, process):
+        self.process = process
+        self.base_url = process.base_url
+        self.model = process.model
+
+    def chat_config(self, **overrides):
+        from orig_local.llm.config import ChatConfig
+
+        settings = {"backend": "openai", "base_url": self.base_url, "model": self.model,
+                    "structured_mode": "prompt", "connect_retries": 1, "backoff_s": 0.1,
+                    "timeout_s": 60.0}
+        settings.update(overrides)
+        return ChatConfig(**settings)
+
+
+def _serve_tiny(name: str):
+    from orig_local.llm.local_server import transformers_server
+
+    process = transformers_server(tiny_model(name))
+    process.start()
+    try:
+        yield _ServerHandle(process)
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen_server():
+    """`transformers serve` of the tiny random Qwen2.5-VL (replies are noise)."""
+    yield from _serve_tiny("qwen2_5_vl")
+
+
+@pytest.fixture(scope="session")
+def tiny_judge_server():
+    """`transformers serve` of the tiny judge: answers `true` for red images, `false` for blue."""
+    yield from _serve_tiny("judge")
