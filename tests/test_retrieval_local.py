@@ -179,3 +179,22 @@ async def test_concurrent_first_queries_build_once(local_config, tmp_path, monke
     finally:
         await r.aclose()
     assert len(builds) == 1 and all(o.hits for o in outcomes)
+
+
+@pytest.mark.slow
+async def test_real_clip_preset_ranks_demo_images(local_config, tmp_path):
+    """With real CLIP weights on the machine (clip-vit-b-32), images rank by content too."""
+    from orig_local.embeddings.clip import OpenClipEmbedder
+    from orig_local.embeddings.config import EmbedConfig
+    from orig_local.retrieval.retriever import Retriever
+
+    try:
+        embedder = OpenClipEmbedder.from_config(EmbedConfig(preset="clip-vit-b-32", device="cpu"))
+    except Exception as exc:  # noqa: BLE001 - no weights offline: nothing to test here
+        pytest.skip(f"real CLIP weights not available: {exc}")
+    r = Retriever.from_config(local_config.retrieval, cache_dir=tmp_path, embedder=embedder)
+    try:
+        outcome = await r.search_images("a red and cream tram with a round yellow headlight", k=3)
+    finally:
+        await r.aclose()
+    assert outcome.hits[0].image_url.startswith("corpus://img/img-k7-")

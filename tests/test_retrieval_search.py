@@ -377,3 +377,44 @@ async def test_http_429_is_a_rate_limit():
                 await backend.text("q")
         finally:
             await backend.aclose()
+
+
+async def test_search_answers_are_cached_on_disk(tmp_path):
+    from orig_local.cache import DiskCache
+    from orig_local.retrieval.retriever import Retriever
+
+    backend = StaticBackend()
+    cache = DiskCache(tmp_path / "search.sqlite", namespace="search")
+    r = Retriever(backend, cache=cache)
+    try:
+        first = await r.search_text("q", k=3)
+        second = await r.search_text("q", k=3)
+        other_k = await r.search_text("q", k=4)
+    finally:
+        await r.aclose()
+    assert not first.cached and second.cached and not other_k.cached
+    assert second.hits == first.hits and backend.calls == 2
+
+
+async def test_failed_searches_are_not_cached(tmp_path):
+    from orig_local.cache import DiskCache
+    from orig_local.retrieval.retriever import Retriever
+
+    class Flaky:
+        name = "flaky"
+        calls = 0
+
+        async def text(self, q, k=10):
+            Flaky.calls += 1
+            if Flaky.calls == 1:
+                raise SearchError("down")
+            return [TextHit(title="t", url="https://x.example/", rank=1, backend="flaky")]
+
+        images = text
+
+    r = Retriever(Flaky(), cache=DiskCache(tmp_path / "s.sqlite", namespace="search"))
+    try:
+        assert (await r.search_text("q")).hits == []
+        assert (await r.search_text("q")).hits and Flaky.calls == 2
+    finally:
+        await r.aclose()
