@@ -39,3 +39,20 @@ async def test_full_run_over_the_demo_corpus(offline_config):
     assert any(r.step == "dedup_images" for r in res.trace.records)  # CLIP dedup ran before the VLM
     for other in again:
         assert [v.url for v in other.references] == [v.url for v in res.references]
+
+
+def test_cli_offline_with_the_simulated_backbone(tmp_path):
+    """`orig generate --offline` end to end (real config loading, factory, Retriever, dedup,
+    output folder), with the `simulated` backbone instead of the noisy tiny model."""
+    import json
+
+    from orig_local.cli import main
+
+    out = tmp_path / "run"
+    rc = main(["-q", "generate", PROMPT, "--offline", "-s", "backbone.backend=simulated",
+               "-s", "cache_dir=''", "--out", str(out)])
+    assert rc == 0
+    data = json.loads((out / "trace.json").read_text())
+    assert data["stop_reason"] == "sufficient" and "hexagonal" in data["final_prompt"]
+    assert len(list((out / "references").iterdir())) == len(data["references"]) > 0
+    assert (out / "trace.html").stat().st_size > 10_000

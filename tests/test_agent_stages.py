@@ -81,6 +81,7 @@ async def test_agent_uses_a_copied_prompt_folder(tmp_path):
     ("## Final prompt\n- teal bands\n- six panes", "Final prompt teal bands six panes"),
     ("Final prompt: A tower at dusk.", "A tower at dusk."),
     ("See [the page](https://x) now", "See the page now"),
+    ("Tall tower. # Lantern room Six panes, item #3.", "Tall tower. Lantern room Six panes, item #3."),
 ])
 def test_clean_prompt_leaves_no_markup(raw, clean):
     assert clean_prompt(raw) == clean

@@ -198,3 +198,16 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
         raise ValueError(f"orig_responder: no scripted answer for schema {name!r}")
 
     return reply
+
+
+class SimulatedBackbone:
+    """Chat backend ``simulated``: a ScriptedChatModel whose every reply is
+    :func:`orig_responder`'s (e.g. ``orig generate "..." --offline -s backbone.backend=simulated``
+    shows a complete, meaningful ORIG run over the demo corpus without any model)."""
+
+    def __new__(cls, config, cache=None, **kwargs):
+        from orig_local.llm.scripted import ScriptedChatModel
+
+        model = ScriptedChatModel(config, cache=cache, replies=[orig_responder(**kwargs)], cycle=True)
+        model.backend = "simulated"
+        return model

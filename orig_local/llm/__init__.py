@@ -25,6 +25,8 @@ BACKENDS = {
     "openai": "orig_local.llm.openai_backend:OpenAIChatModel",
     "transformers": "orig_local.llm.transformers_backend:TransformersChatModel",
     "scripted": "orig_local.llm.scripted:ScriptedChatModel",
+    # answers every ORIG agent stage from the evidence in the request (demos, dry runs)
+    "simulated": "orig_local.agent.simulate:SimulatedBackbone",
 }
 
 

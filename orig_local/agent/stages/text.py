@@ -11,7 +11,7 @@ import re
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9_\-]*(\s[^<>]*)?/?>")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*", re.M)
+_HEADING = re.compile(r"(^|\s)#{1,6}\s+", re.M)  # a heading marker, also one run into a line
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+", re.M)
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -23,7 +23,7 @@ def clean_prompt(text: str) -> str:
     text = _FENCE.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _TAG.sub(" ", text)
-    text = _HEADING.sub("", text)
+    text = _HEADING.sub(" ", text)
     text = _BULLET.sub("", text)
     text = _EMPHASIS.sub("", text)
     text = " ".join(text.split())
