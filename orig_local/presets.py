@@ -30,7 +30,9 @@ class ServeSpec(StrictModel):
     enable_prefix_caching: bool = True  # instructions first, evidence last -> shared prefixes
     gpu_memory_utilization: float = 0.90
     dtype: str = "bfloat16"
-    extra_args: list[str] = Field(default_factory=list)
+    # vLLM serves under the hub id unless this is set; clients must then use this name as `model`.
+    served_model_name: str | None = None
+    extra_args: list[str] = Field(default_factory=list)  # any other `vllm serve` flags, verbatim
 
 
 class OpenClipSpec(StrictModel):
@@ -103,4 +105,7 @@ def resolve_chat_preset(config):
     if not config.preset or config.model:
         return config
     preset = load_preset(config.preset)
-    return config.model_copy(update={"model": preset.path})
+    model = preset.path
+    if config.backend == "openai" and preset.serve and preset.serve.served_model_name:
+        model = preset.serve.served_model_name
+    return config.model_copy(update={"model": model})

@@ -23,6 +23,8 @@ COMMANDS = {
     "merge": "orig_local.cli.merge_cmd",
     "report": "orig_local.cli.report_cmd",
     "agreement": "orig_local.cli.agreement_cmd",
+    "serve": "orig_local.cli.serve",
+    "chat": "orig_local.cli.chat",
 }
 
 
