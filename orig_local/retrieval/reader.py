@@ -85,17 +85,17 @@ class Extractor:
         self.config.set("DEFAULT", "INSECURE_SSL_FALLBACK", "off")
         self.config.set("DEFAULT", "EXTRACTION_TIMEOUT", "0")  # signal-based; unusable in threads
         self.config.set("DEFAULT", "MIN_EXTRACTED_SIZE", "100")
+        self.config.set("DEFAULT", "EXTENSIVE_DATE_SEARCH", "off")  # we never use the date
 
     def __call__(self, html: str, url: str) -> tuple[str, str]:
-        text = self.trafilatura.extract(
+        # one parse gives both the markdown and the metadata (title)
+        doc = self.trafilatura.extract_with_metadata(
             html, url=url, output_format="markdown", include_comments=False, include_tables=True,
             include_links=False, include_images=False, config=self.config,
-        ) or ""
-        title = ""
-        meta = self.trafilatura.extract_metadata(html, default_url=url)
-        if meta is not None and meta.title:
-            title = meta.title
-        else:
+        )
+        text = (doc.text or "") if doc is not None else ""
+        title = (doc.title or "") if doc is not None else ""
+        if not title:
             m = _TITLE.search(html[:20000])
             title = re.sub(r"\s+", " ", m.group(1)).strip() if m else ""
         return title, text.strip()
