@@ -418,3 +418,21 @@ async def test_failed_searches_are_not_cached(tmp_path):
         assert (await r.search_text("q")).hits and Flaky.calls == 2
     finally:
         await r.aclose()
+
+
+async def test_empty_answers_do_not_cool_a_backend_down():
+    class Empty:
+        name = "empty"
+        calls = 0
+
+        async def text(self, q, k=10):
+            Empty.calls += 1
+            return []
+
+        images = text
+
+    chain = FallbackChain([Empty(), StaticBackend()], fast_chain_config(cooldown_after=2))
+    for q in "abcde":
+        outcome = await chain.text(q)
+        assert [f.kind for f in outcome.failures] == ["empty"] and outcome.backend == "static"
+    assert Empty.calls == 5

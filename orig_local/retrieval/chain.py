@@ -120,8 +120,11 @@ class FallbackChain:
             if hits:
                 health.consecutive_failures = 0
                 return hits
+            # No results is an answer, not a service failure: record it and try the next
+            # backend, but don't move this one towards a cool-down (a local corpus simply has
+            # nothing on some queries). ddgs turns its rate-limit-shaped empties into RateLimited.
             failed("empty", "no results")
-            break
+            return None
         health.consecutive_failures += 1
         if health.consecutive_failures >= cfg.cooldown_after:
             health.cooldown_until = time.monotonic() + cfg.cooldown_s
