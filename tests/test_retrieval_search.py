@@ -436,3 +436,12 @@ async def test_empty_answers_do_not_cool_a_backend_down():
         outcome = await chain.text(q)
         assert [f.kind for f in outcome.failures] == ["empty"] and outcome.backend == "static"
     assert Empty.calls == 5
+
+
+def test_ddgs_engines_must_be_explicit():
+    from orig_local.config import load_config
+    from orig_local.configbase import ConfigError
+
+    with pytest.raises(ConfigError, match="explicitly"):
+        load_config(None, ["retrieval.ddgs.text_engines=[auto]"])
+    assert load_config(None, ["retrieval.ddgs.text_engines=[mojeek]"]).retrieval.ddgs.text_engines == ["mojeek"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from orig_local.configbase import StrictModel
 
@@ -63,6 +63,15 @@ class DdgsConfig(StrictModel):
     timelimit: str | None = None  # d | w | m | y
     proxy: str | None = None  # also honours $DDGS_PROXY
     timeout_s: int = 10
+
+    @field_validator("text_engines", "image_engines")
+    @classmethod
+    def _explicit_engines(cls, engines: list[str]) -> list[str]:
+        if not engines:
+            raise ValueError("name at least one engine")
+        if {"auto", "all"} & {e.strip().lower() for e in engines}:
+            raise ValueError("name engines explicitly: 'auto'/'all' shuffle engines and re-rank results")
+        return engines
 
 
 class SearxngConfig(StrictModel):
