@@ -24,10 +24,9 @@ def server(request):
 
 async def test_noise_backbone_over_http_terminates_with_errors_recorded(server):
     from orig_local.llm import make_chat_model
-    from orig_local.llm.config import ChatConfig
 
-    chat = make_chat_model(ChatConfig(backend="openai", base_url=server.base_url, model=server.model,
-                                      max_tokens=24, schema_retries=1, connect_retries=0, timeout_s=60))
+    # structured_mode="prompt" (the handle's default): transformers serve has no guided decoding
+    chat = make_chat_model(server.chat_config(max_tokens=24, schema_retries=1))
     agent = Agent(chat, corpus(), AgentConfig(max_rounds=2, max_references=1))
     try:
         res = await agent.run(PROMPT)
@@ -39,6 +38,6 @@ async def test_noise_backbone_over_http_terminates_with_errors_recorded(server):
     called = [r for r in res.trace.records if r.attempts]
     assert called and all("StructuredOutputError" in (r.error or "") for r in called)
     assert all(len(r.invalid_replies) == r.attempts == 2 for r in called)
-    assert any(reply.strip() for r in called for reply in r.invalid_replies)  # real text came back
     assert sum(r.prompt_tokens for r in called) > 0  # usage reported by the server
+    assert sum(r.completion_tokens for r in called) > 0  # the model really generated
     assert res.trace.stages()[:2] == ["bootstrap", "planning"]

@@ -64,7 +64,8 @@ async def extend_prompt(ctx: StageContext, refined: RefinementResult) -> Extensi
 def assemble_prompt(ctx: StageContext, refined: RefinementResult, stage: str = "extension") -> ExtensionResult:
     """P̂ without a backbone call: P, then F^t, then one sentence per reference."""
     features = [f.strip().rstrip(".") for f in refined.text_features if f.strip()]
-    text = ctx.prompts.render("assemble", prompt=ctx.prompt, text_features=features,
+    head = ctx.prompt if ctx.prompt.rstrip().endswith((".", "!", "?")) else ctx.prompt.rstrip() + "."
+    text = ctx.prompts.render("assemble", prompt=head, text_features=features,
                               references=_reference_view(refined))
     result = finalize(ctx, text, refined, extended=False)
     ctx.note(stage, "assemble", "prompt assembled by template", evidence_ids=result.references,
