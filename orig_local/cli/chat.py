@@ -22,12 +22,15 @@ def add_arguments(parser) -> None:
 
 
 async def _chat(args, config):
+    from pathlib import Path
+
     from orig_local.llm import make_chat_model, system, user
 
+    images = [Path(p) for p in args.image]  # a str part would be text, a Path is an image
     chat_config = getattr(config, args.role)
     model = make_chat_model(chat_config, cache_dir=config.resolved_cache_dir())
     try:
-        messages = ([system(args.system)] if args.system else []) + [user(*args.image, args.text)]
+        messages = ([system(args.system)] if args.system else []) + [user(*images, args.text)]
         return await model.chat(messages, temperature=args.temperature, logprobs=args.logprobs)
     finally:
         await model.aclose()
@@ -36,6 +39,7 @@ async def _chat(args, config):
 def run(args) -> int:
     import asyncio
     import logging
+    import os
     import sys
 
     from orig_local.cli import config_from_args
@@ -43,6 +47,10 @@ def run(args) -> int:
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise here
     config = config_from_args(args)
+    missing = [p for p in args.image if not os.path.isfile(p)]
+    if missing:
+        print(f"orig chat: no such image file: {', '.join(missing)}", file=sys.stderr)
+        return 2
     try:
         reply = asyncio.run(_chat(args, config))
     except ChatError as exc:

@@ -76,6 +76,7 @@ class TransformersChatModel(BaseChatModel):
             raise ChatError("the transformers backend needs `model` (a hub id or folder) or `preset`")
         torch = require("torch", "local")
         transformers = require("transformers", "local")
+        _build_tiny_if_missing(config.model)
         self.device = pick_device(config.device)
         self.dtype = pick_dtype(config.dtype, self.device)
         self.processor = transformers.AutoProcessor.from_pretrained(config.model)
@@ -141,6 +142,21 @@ class TransformersChatModel(BaseChatModel):
             import torch
 
             torch.cuda.empty_cache()
+
+
+def _build_tiny_if_missing(model: str) -> None:
+    """A tiny preset (``tiny:<name>``) is built on first use (seconds), so offline runs just work."""
+    from pathlib import Path
+
+    from orig_local.paths import tiny_models_dir
+    from orig_local.tiny import BUILDERS
+
+    path = Path(model)
+    if path.parent == tiny_models_dir() and path.name in BUILDERS and not path.exists():
+        from orig_local.tiny.build import build_one
+
+        log.info("building tiny model %s (first use)", path.name)
+        build_one(path.name, tiny_models_dir())
 
 
 def _until_eos(ids: list[int], eos) -> list[int]:
