@@ -35,15 +35,12 @@ class DdgsBackend:
 
     def __init__(self, config: DdgsConfig | None = None, ddgs_cls: Any = None):
         """``ddgs_cls`` replaces ``ddgs.DDGS`` (tests inject a fake service here)."""
+        from orig_local._lazy import require
+
         self.config = config or DdgsConfig()
         if ddgs_cls is None:
-            from orig_local._lazy import require
-
-            ddgs_cls = require("ddgs", "web").DDGS
-        from orig_local._lazy import require as _req
-
-        exceptions = _req("ddgs.exceptions", "web")
-        self._exc = exceptions
+            ddgs_cls = require("ddgs", "web").DDGS  # looked up now, so a monkeypatched class is used
+        self._exc = require("ddgs.exceptions", "web")
         self._client = ddgs_cls(proxy=self.config.proxy, timeout=self.config.timeout_s)
 
     @classmethod
