@@ -165,3 +165,39 @@ async def test_run_many_keeps_order_and_isolates_failures():
     assert len(seen) == 4
     assert "violet" in results[1].final_prompt.lower()
     assert "round yellow headlight" in results[2].final_prompt.lower()
+
+
+async def test_run_many_overlaps_prompts_under_the_limit():
+    import time
+
+    from orig_local.llm.config import ChatConfig
+    from orig_local.llm.scripted import ScriptedChatModel
+    from orig_local.agent.simulate import orig_responder
+
+    def agent():
+        chat = ScriptedChatModel(ChatConfig(backend="scripted", model="s", concurrency=1000),
+                                 replies=[orig_responder()], cycle=True, latency_s=0.02)
+        return make_agent(chat=chat, retriever=corpus(search_latency_s=0.01, read_latency_s=0.01,
+                                                      fetch_latency_s=0.01))
+
+    start = time.perf_counter()
+    await agent().run(PROMPT)
+    one = time.perf_counter() - start
+    in_flight = {"now": 0, "max": 0}
+    a = agent()
+    original = a.run
+
+    async def counting(prompt, item=None, oracle=None):
+        in_flight["now"] += 1
+        in_flight["max"] = max(in_flight["max"], in_flight["now"])
+        try:
+            return await original(prompt, item=item, oracle=oracle)
+        finally:
+            in_flight["now"] -= 1
+
+    a.run = counting
+    start = time.perf_counter()
+    results = await a.run_many([PROMPT] * 16, concurrency=8)
+    wall = time.perf_counter() - start
+    assert in_flight["max"] == 8 and all(r.references for r in results)
+    assert wall < 4 * one  # ideally two waves of 8 (2x one run); one after another would be 16x

@@ -9,6 +9,7 @@ run's :class:`~orig_local.agent.trace.Trace`.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from dataclasses import dataclass, field
@@ -287,14 +288,14 @@ class Agent:
         self,
         prompts: Sequence[str | tuple[str, Any]],
         concurrency: int | None = None,
-        on_result: Callable[[AgentResult], None] | None = None,
+        on_result: Callable[[AgentResult], Any] | None = None,
     ) -> list[AgentResult]:
         """Run many prompts with at most ``concurrency`` in flight (default
         ``config.concurrency``), so a vLLM server's continuous batching stays full.
 
         Each entry is a prompt or ``(prompt, item)``. A run that raises is returned as a result
         with ``error`` set (and P as its prompt); the others go on. ``on_result`` is called as
-        each run finishes (e.g. to append a JSONL row). Results come back in input order."""
+        each run finishes (e.g. to append a JSONL row; it may be async). Results come back in input order."""
         limit = asyncio.Semaphore(concurrency or self.config.concurrency)
 
         async def one(entry) -> AgentResult:
@@ -308,7 +309,9 @@ class Agent:
                                       final_prompt=str(prompt), error=f"{type(exc).__name__}: {exc}",
                                       item_id=_item_id(item))
             if on_result is not None:
-                on_result(res)
+                done = on_result(res)
+                if inspect.isawaitable(done):
+                    await done
             return res
 
         return list(await asyncio.gather(*(one(e) for e in prompts)))
