@@ -20,19 +20,34 @@ from orig_local.retrieval.testserver import LoopbackServer, respond
 ddgs = pytest.importorskip("ddgs")
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException  # noqa: E402
 
-TEXT_ROWS = [
+def _rows(cls, items):
+    """Result dicts exactly as ddgs builds them (its own result dataclasses, then asdict)."""
+    from dataclasses import asdict
+
+    out = []
+    for item in items:
+        result = cls()
+        for key, value in item.items():
+            setattr(result, key, value)
+        out.append(asdict(result))
+    return out
+
+
+from ddgs.results import ImagesResult, TextResult  # noqa: E402
+
+TEXT_ROWS = _rows(TextResult, [
     {"title": "Veltrane Harbor Lighthouse - Wikipedia", "href": "https://en.wikipedia.org/wiki/Veltrane",
      "body": "The Veltrane Harbor Lighthouse is painted in teal and orange spiral bands."},
     {"title": "Visiting Veltrane", "href": "https://visit.example/veltrane", "body": "142 steps to the gallery."},
-]
-IMAGE_ROWS = [
+])
+IMAGE_ROWS = _rows(ImagesResult, [
     {"title": "Veltrane lighthouse at dusk", "image": "https://upload.example/veltrane.jpg",
      "thumbnail": "https://tse.example/th?id=1", "url": "https://photos.example/veltrane",
-     "height": 1080, "width": 1920, "source": "Bing"},
-    {"title": "no image url", "image": "", "thumbnail": "", "url": "", "height": 0, "width": 0, "source": "Bing"},
+     "height": "1080", "width": "1920", "source": "Bing"},
+    {"title": "no image url", "image": "", "thumbnail": "", "url": "", "height": "", "width": "", "source": "Bing"},
     {"title": "Lantern room", "image": "https://upload.example/lantern.png", "thumbnail": "",
      "url": "https://photos.example/lantern", "height": "600", "width": "800", "source": "DuckDuckGo"},
-]
+])
 
 
 class FakeDDGS:
