@@ -56,3 +56,44 @@ def test_cli_offline_with_the_simulated_backbone(tmp_path):
     assert data["stop_reason"] == "sufficient" and "hexagonal" in data["final_prompt"]
     assert len(list((out / "references").iterdir())) == len(data["references"]) > 0
     assert (out / "trace.html").stat().st_size > 10_000
+
+
+VARIANTS = [
+    ({"condition": "direct"}, []),
+    ({"condition": "prompt_enhanced"}, ["enhance"]),
+    ({"condition": "orig_txt"}, ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency",
+                                 "refinement", "extension"]),
+    ({"condition": "orig_img"}, ["planning", "retrieval", "accumulation", "sufficiency", "refinement", "extension"]),
+    ({"bootstrap": False}, ["planning", "retrieval", "accumulation", "sufficiency", "refinement", "extension"]),
+    ({"accumulation_filter": False}, ["bootstrap", "planning", "retrieval", "sufficiency", "refinement", "extension"]),
+    ({"refinement": False}, ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "extension"]),
+    ({"prompt_extension": False}, ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement"]),
+    ({"fixed_rounds": 2}, ["bootstrap", "planning", "retrieval", "accumulation", "planning", "retrieval",
+                           "accumulation", "refinement", "extension"]),
+]
+
+
+async def test_every_condition_and_ablation_over_the_demo_corpus(offline_config):
+    from orig_local.agent.agent import Agent
+    from orig_local.agent.config import AgentConfig
+
+    base = build_agent(offline_config, chat=backbone())  # one Retriever + deduper for all variants
+    try:
+        for overrides, expected in VARIANTS:
+            agent = Agent(chat=backbone(), retriever=base.retriever, dedup=base.dedup,
+                          config=AgentConfig(**overrides))
+            res = await agent.run(PROMPT)
+            steps = [s for s, _ in res.trace.steps()]
+            assert steps == expected, overrides
+            assert res.error is None and res.trace.errors() == [], overrides
+            if agent.config.retrieves:
+                p = res.final_prompt.lower()
+                if overrides.get("condition") == "orig_img":  # no text: the corpus speaks through images
+                    assert all("veltrane" in v.url for v in res.references), overrides
+                else:
+                    assert "teal and orange" in p or "hexagonal" in p, overrides
+                assert res.rounds == overrides.get("fixed_rounds", 1)
+                assert res.stop_reason == ("max_rounds" if "fixed_rounds" in overrides else "sufficient")
+                assert bool(res.references) == (overrides.get("condition") != "orig_txt"), overrides
+    finally:
+        await base.aclose()
