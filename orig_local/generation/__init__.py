@@ -1,1 +1,38 @@
-"""Image generators (one backend per file, chosen by preset)."""
+"""Image generators (one backend per file, chosen by the preset's ``generator`` field).
+
+``make_generator(config)`` reads ``models/<config.preset>.yaml`` and builds the backend named
+there. Nothing heavy is imported until a generator is built.
+"""
+
+from __future__ import annotations
+
+from orig_local.generation.base import GenerationRequest, GenerationResult, Generator
+from orig_local.generation.config import GeneratorConfig
+
+# preset `generator:` value -> backend class; a new model family is a new file plus one line.
+BACKENDS = {
+    "qwen-image": "orig_local.generation.qwen_image:QwenImageGenerator",
+    "qwen-image-edit": "orig_local.generation.qwen_image_edit:QwenImageEditGenerator",
+    "qwen-image-edit-plus": "orig_local.generation.qwen_image_edit_plus:QwenImageEditPlusGenerator",
+    "flux": "orig_local.generation.flux:FluxGenerator",
+    "flux-kontext": "orig_local.generation.flux_kontext:FluxKontextGenerator",
+    "sd3": "orig_local.generation.sd3:StableDiffusion3Generator",
+}
+
+
+def make_generator(config: GeneratorConfig, *, progress: bool = False) -> Generator:
+    """Build (but do not load yet) the generator for ``config.preset``."""
+    from orig_local._lazy import resolve
+    from orig_local.configbase import ConfigError
+    from orig_local.presets import load_preset
+
+    if not config.preset:
+        raise ConfigError("generator.preset is not set (e.g. generator.preset=qwen-image)")
+    preset = load_preset(config.preset)
+    if not preset.generator:
+        raise ConfigError(f"preset {preset.name!r} is not a generator (no `generator:` field)")
+    cls = resolve("generator", BACKENDS, preset.generator)
+    return cls(preset, config, progress=progress)
+
+
+__all__ = ["BACKENDS", "GenerationRequest", "GenerationResult", "Generator", "GeneratorConfig", "make_generator"]

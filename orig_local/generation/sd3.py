@@ -1,0 +1,10 @@
+"""Stable Diffusion 3 / 3.5 (text-to-image; classifier-free guidance via ``guidance_scale``)."""
+
+from __future__ import annotations
+
+from orig_local.generation.diffusers_base import DiffusersGenerator
+
+
+class StableDiffusion3Generator(DiffusersGenerator):
+    pipeline_class = "StableDiffusion3Pipeline"
+    guidance_kwarg = "guidance_scale"
