@@ -25,6 +25,7 @@ COMMANDS = {
     "agreement": "orig_local.cli.agreement_cmd",
     "serve": "orig_local.cli.serve",
     "chat": "orig_local.cli.chat",
+    "image": "orig_local.cli.image",
 }
 
 
