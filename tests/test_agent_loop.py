@@ -201,3 +201,24 @@ async def test_run_many_overlaps_prompts_under_the_limit():
     wall = time.perf_counter() - start
     assert in_flight["max"] == 8 and all(r.references for r in results)
     assert wall < 4 * one  # ideally two waves of 8 (2x one run); one after another would be 16x
+
+
+async def test_near_duplicates_are_dropped_before_the_vlm_sees_them():
+    import numpy as np
+
+    from orig_local.embeddings.dedup import ImageDeduplicator
+
+    class SameVector:  # an embedder that sees every picture as the same one
+        images_embedded = 0
+
+        def embed_images(self, images):
+            return np.ones((len(images), 4), dtype=np.float32) / 2.0
+
+    agent = make_agent()
+    agent.dedup = ImageDeduplicator(SameVector(), threshold=0.95)
+    res = await agent.run(PROMPT)
+    record = next(r for r in res.trace.records if r.step == "dedup_images")
+    assert record.output["kept"] == 1 and {d["reason"] for d in record.output["dropped"]} == {"near_duplicate"}
+    image_filter = next(r for r in res.trace.records if r.step == "image_filter")
+    assert sum(1 for m in image_filter.messages for p in m["parts"] if isinstance(p, dict)) == 1
+    assert len(res.knowledge.images) == 1 and len(res.references) == 1

@@ -59,9 +59,9 @@ def _embedder(config, cache_dir):
 
 
 def _make_dedup(config, embedder):
-    from orig_local.agent.dedup import ClipDeduper
+    from orig_local.embeddings.dedup import ImageDeduplicator
 
-    return ClipDeduper(embedder, threshold=config.agent.dedup_threshold)
+    return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold)
 
 
 async def arun_agent(prompt: str, config=None, out_dir: str | Path | None = None, *, oracle=None,

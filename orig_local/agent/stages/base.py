@@ -42,9 +42,9 @@ class RetrieverLike(Protocol):
 
 
 class Deduper(Protocol):
-    """Near-duplicate image removal (exact hash, then embedding similarity).
-
-    Returns the indices of the images to keep, in input order; earlier images win."""
+    """Near-duplicate image removal (exact hash, then embedding similarity): the indices of
+    the images to keep, in input order. :class:`orig_local.embeddings.dedup.ImageDeduplicator`
+    also offers ``dedup(images, existing)`` with a reason per image, which the agent prefers."""
 
     def keep(self, images: Sequence[Any]) -> list[int]: ...
 

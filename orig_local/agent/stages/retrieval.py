@@ -223,16 +223,25 @@ async def retrieve_round(ctx: StageContext, text_queries: list[str], image_queri
 
 async def drop_near_duplicates(ctx: StageContext, images: list[RetrievedImage]) -> list[RetrievedImage]:
     """Embedding-based near-duplicate removal against K and within the new set (if a deduper
-    is configured; exact and dHash duplicates are already gone)."""
+    is configured; exact and dHash duplicates are already gone). Images already in K are never
+    dropped; each dropped candidate's reason goes into the trace."""
     if ctx.dedup is None or not images:
         return images
     existing = [v.image for v in ctx.knowledge.images if v.image is not None]
-    pool = existing + [im.image for im in images]
     start = time.perf_counter()
-    keep = await asyncio.to_thread(ctx.dedup.keep, pool)
-    kept_new = [images[i - len(existing)] for i in keep if i >= len(existing)]
-    kept_ids = {id(im) for im in kept_new}
-    dropped = [im.url for im in images if id(im) not in kept_ids]
+    dropped: list[dict[str, Any]] = []
+    if hasattr(ctx.dedup, "dedup"):  # orig_local.embeddings.dedup.ImageDeduplicator
+        outcome = await asyncio.to_thread(ctx.dedup.dedup, [im.image for im in images], existing)
+        kept_new = [images[i] for i in outcome.kept]
+        for d in outcome.decisions:
+            if not d.kept:
+                dropped.append({"url": images[d.index].url, "reason": d.reason,
+                                "similarity": d.similarity, "of_existing": d.duplicate_of_existing})
+    else:  # a bare keep(images) -> indices deduper
+        keep = await asyncio.to_thread(ctx.dedup.keep, existing + [im.image for im in images])
+        kept_new = [images[i - len(existing)] for i in keep if i >= len(existing)]
+        kept_ids = {id(im) for im in kept_new}
+        dropped = [{"url": im.url} for im in images if id(im) not in kept_ids]
     ctx.trace.add(StageRecord(
         stage="retrieval", step="dedup_images", round=ctx.round, started_s=ctx.trace.elapsed(),
         latency_s=time.perf_counter() - start,
