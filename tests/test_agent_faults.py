@@ -85,3 +85,12 @@ async def test_partly_invalid_plan_fields_are_repaired_by_retry():
     assert plan.attempts == 2 and len(plan.invalid_replies) == 1 and plan.error is None
     # the retry showed the model its reply and the validation error
     assert res.stop_reason == "sufficient"
+
+
+async def test_run_many_times_out_a_stuck_prompt():
+    stuck = make_agent(retriever=corpus(search_latency_s=5.0), run_timeout_s=0.3)
+    results = await stuck.run_many([PROMPT], concurrency=1)
+    assert results[0].error and "TimeoutError" in results[0].error
+    assert results[0].final_prompt == PROMPT  # still a usable row: the raw prompt
+    ok = await make_agent(run_timeout_s=5.0).run_many([PROMPT], concurrency=1)
+    assert ok[0].error is None

@@ -293,8 +293,9 @@ class Agent:
         """Run many prompts with at most ``concurrency`` in flight (default
         ``config.concurrency``), so a vLLM server's continuous batching stays full.
 
-        Each entry is a prompt or ``(prompt, item)``. A run that raises is returned as a result
-        with ``error`` set (and P as its prompt); the others go on. ``on_result`` is called as
+        Each entry is a prompt or ``(prompt, item)``. A run that raises, or exceeds
+        ``config.run_timeout_s``, is returned as a result with ``error`` set (and P as its
+        prompt); the others go on. ``on_result`` is called as
         each run finishes (e.g. to append a JSONL row; it may be async). Results come back in input order."""
         limit = asyncio.Semaphore(concurrency or self.config.concurrency)
 
@@ -302,8 +303,8 @@ class Agent:
             prompt, item = entry if isinstance(entry, tuple) else (entry, None)
             async with limit:
                 try:
-                    res = await self.run(prompt, item=item)
-                except Exception as exc:  # one bad item must not stop a benchmark run
+                    res = await asyncio.wait_for(self.run(prompt, item=item), self.config.run_timeout_s)
+                except Exception as exc:  # one bad item (or a timeout) must not stop a benchmark run
                     log.exception("run failed for %r", str(prompt)[:80])
                     res = AgentResult(prompt=str(prompt), condition=self.config.condition,
                                       final_prompt=str(prompt), error=f"{type(exc).__name__}: {exc}",

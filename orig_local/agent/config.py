@@ -65,6 +65,7 @@ class AgentConfig(StrictModel):
 
     # --- concurrency
     concurrency: int = Field(32, ge=1)  # prompts in flight in run_many (keeps vLLM batches full)
+    run_timeout_s: float | None = Field(None, gt=0)  # per prompt in run_many; None = no limit
 
     @property
     def round_limit(self) -> int:
