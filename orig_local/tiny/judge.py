@@ -109,7 +109,7 @@ def build_tiny_judge(out_dir: str | Path, seed: int = 0, steps: int = STEPS) -> 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     processor = build_processor()
-    model = build_model(processor.tokenizer, seed=seed)
+    model = build_model(processor.tokenizer, seed=seed, tied=True)
     rng = random.Random(seed)
     torch.manual_seed(seed)
     model.train()

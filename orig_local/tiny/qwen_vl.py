@@ -72,6 +72,12 @@ MIN_PIXELS = 56 * 56
 MAX_PIXELS = 224 * 224
 
 
+def _byte_symbol(b: int) -> str:
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return bytes_to_unicode()[b]
+
+
 def build_tokenizer():
     """Byte-level Qwen2Tokenizer with Qwen's special tokens at fixed ids."""
     from transformers import Qwen2Tokenizer
@@ -103,9 +109,12 @@ def build_processor(tokenizer=None):
     )
 
 
-def build_model(tokenizer, seed: int = 0):
+def build_model(tokenizer, seed: int = 0, tied: bool = False):
+    """The tiny model. ``tied=False`` (the noise model): a separate output head whose rows are
+    masked to printable characters. ``tied=True``: input and output embeddings shared, which
+    fine-tunes much faster (the judge)."""
     import torch
-    from transformers import GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     config = Qwen2_5_VLConfig(
@@ -116,10 +125,28 @@ def build_model(tokenizer, seed: int = 0):
         video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
+        tie_word_embeddings=tied,
     )
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(config).eval()
+    if tied:
+        return _with_generation_config(model, ids)
+    # Random weights give noise; keep it readable. Output rows of everything but printable ASCII
+    # and <|im_end|> are zeroed, so greedy replies are printable characters (no control bytes or
+    # broken UTF-8 in traces and JSONL) and may end on their own. (A tied head would instead just
+    # echo the prompt's last token, a newline, and reply with nothing.)
+    keep = [tokenizer.convert_tokens_to_ids(c) for c in map(_byte_symbol, range(0x20, 0x7F))]
+    keep.append(ids["<|im_end|>"])
+    mask = torch.zeros(VOCAB_SIZE, 1)
+    mask[keep] = 1.0
+    with torch.no_grad():
+        model.lm_head.weight.mul_(mask)
+    return _with_generation_config(model, ids)
+
+
+def _with_generation_config(model, ids: dict[str, int]):
+    from transformers import GenerationConfig
+
     model.generation_config = GenerationConfig(
         eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],
         pad_token_id=ids["<|endoftext|>"],
