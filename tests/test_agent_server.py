@@ -40,4 +40,5 @@ async def test_noise_backbone_over_http_terminates_with_errors_recorded(server):
     assert all(len(r.invalid_replies) == r.attempts == 2 for r in called)
     assert sum(r.prompt_tokens for r in called) > 0  # usage reported by the server
     assert sum(r.completion_tokens for r in called) > 0  # the model really generated
+    assert any(reply.strip() for r in called for reply in r.invalid_replies)  # its raw text is kept
     assert res.trace.stages()[:2] == ["bootstrap", "planning"]
