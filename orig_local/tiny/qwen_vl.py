@@ -41,6 +41,10 @@ SPECIAL_TOKENS = [
     "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
 ]
 
+# Like Qwen's real BPE, the judge's answer words are single tokens, so a one-word verdict fits in
+# two generated tokens and its first token's logprob is P(word). Everything else is bytes.
+WORD_TOKENS = ["true", "false", "True", "False"]
+
 VOCAB_SIZE = 320  # 256 bytes + 14 specials, padded (embedding rows beyond are never produced)
 
 # head_dim 64 (hidden 128 / 2 heads): vLLM's CPU attention rejects smaller heads.
@@ -87,8 +91,13 @@ def build_tokenizer():
     vocab = {s: i for i, s in enumerate(symbols)}
     for tok in SPECIAL_TOKENS:
         vocab[tok] = len(vocab)
+    merges = []
+    for word in WORD_TOKENS:  # t+r, tr+u, tru+e: each prefix becomes a token
+        for i in range(2, len(word) + 1):
+            merges.append((word[: i - 1], word[i - 1]))
+            vocab.setdefault(word[:i], len(vocab))
     tok = Qwen2Tokenizer(
-        vocab=vocab, merges=[], unk_token=None, bos_token=None,
+        vocab=vocab, merges=merges, unk_token=None, bos_token=None,
         eos_token="<|im_end|>", pad_token="<|endoftext|>",
         errors="replace", add_prefix_space=False,
     )
