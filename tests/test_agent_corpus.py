@@ -97,3 +97,24 @@ async def test_every_condition_and_ablation_over_the_demo_corpus(offline_config)
                 assert bool(res.references) == (overrides.get("condition") != "orig_txt"), overrides
     finally:
         await base.aclose()
+
+
+@pytest.mark.slow
+def test_cli_offline_with_a_tiny_multi_reference_generator(tmp_path):
+    """The whole product path offline: config -> factory -> Retriever -> agent -> tiny
+    Qwen-Image-Edit-2509 pipeline fed P̂ and every reference -> output folder (~45 s on CPU)."""
+    import json
+
+    from PIL import Image
+
+    from orig_local.cli import main
+
+    out = tmp_path / "run"
+    rc = main(["-q", "generate", PROMPT, "--offline", "-s", "backbone.backend=simulated",
+               "-s", "generator.preset=tiny-qwen-image-edit-2509", "-s", "cache_dir=''", "--out", str(out)])
+    assert rc == 0
+    data = json.loads((out / "trace.json").read_text())
+    assert data["generation"]["references_used"] == len(data["references"]) > 0
+    with Image.open(out / "image.png") as im:
+        assert im.size[0] > 0
+    assert "data:image/jpeg;base64," in (out / "trace.html").read_text()
