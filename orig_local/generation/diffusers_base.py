@@ -111,6 +111,16 @@ class DiffusersGenerator:
         log.info("loaded %s in %.1f s", self.name, time.perf_counter() - start)
         return pipe
 
+    def attach(self, pipe):
+        """Use an already built pipeline (quantised components, random weights for a speed
+        check): it gets the same device placement and memory options as a loaded one."""
+        self.unload()
+        self._place(pipe)
+        self._memory_options(pipe)
+        pipe.set_progress_bar_config(disable=not self.progress)
+        self._pipe = pipe
+        return pipe
+
     def _place(self, pipe) -> None:
         mode = self.config.offload
         if mode == "none":
