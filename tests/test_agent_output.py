@@ -55,3 +55,11 @@ def test_cli_generate_direct_and_enhanced(tmp_path, capsys):
     saved = yaml.safe_load((out / "config.yaml").read_text())
     assert saved["agent"]["condition"] == "prompt_enhanced"
     assert "A red diamond kite" in capsys.readouterr().out
+
+
+def test_report_links_only_web_and_corpus_urls():
+    from orig_local.agent.output import safe_url
+
+    assert safe_url("https://example.org/a") == "https://example.org/a"
+    assert safe_url("corpus://doc/x") == "corpus://doc/x"
+    assert safe_url("javascript:alert(1)") == "#" and safe_url(None) == "#"

@@ -57,6 +57,14 @@ def thumbnail(image, size: int = 256) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def safe_url(url: str | None) -> str:
+    """Only web and corpus links become clickable: a URL from the web is untrusted input (a
+    ``javascript:`` link in a trace would run when clicked)."""
+    if url and url.split(":", 1)[0].lower() in ("http", "https", "corpus"):
+        return url
+    return "#"
+
+
 def render_html(result, data: dict | None = None) -> str:
     import jinja2
 
@@ -64,6 +72,7 @@ def render_html(result, data: dict | None = None) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=1, ensure_ascii=False)
+    env.filters["safe_url"] = safe_url
     thumbs = {v.id: thumbnail(v.image) for v in result.knowledge.images if v.image is not None}
     image_uri = thumbnail(result.image, 768) if result.image is not None else None
     return env.get_template("trace.html.jinja").render(
