@@ -195,3 +195,23 @@ def spy_pipeline_calls(monkeypatch, cls):
 
     monkeypatch.setattr(cls, "__call__", spy)
     return calls
+
+
+def test_unbuilt_tiny_model_is_a_clear_error(tmp_path, monkeypatch):
+    from orig_local.configbase import ConfigError
+    from orig_local.generation import GeneratorConfig, make_generator
+
+    monkeypatch.setenv("ORIG_TINY_DIR", str(tmp_path))
+    gen = make_generator(GeneratorConfig(preset="tiny-flux", device="cpu"))
+    with pytest.raises(ConfigError, match="make_tiny_models"):
+        gen.load()
+
+
+@pytest.mark.slow
+def test_torch_compile_regional_gives_the_same_image():
+    from orig_local.generation import GenerationRequest
+
+    plain = gen_for("tiny-flux", "flux").generate(GenerationRequest("a", seed=1))
+    compiled_gen = gen_for("tiny-flux", "flux", torch_compile=True)
+    compiled = compiled_gen.generate(GenerationRequest("a", seed=1))
+    assert np.abs(pixels(plain).astype(int) - pixels(compiled).astype(int)).max() <= 2
