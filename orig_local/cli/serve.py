@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 
 HELP = "serve a chat model preset with vLLM (OpenAI-compatible API)"
@@ -41,17 +42,19 @@ def run(args) -> int:
     server = ServerProcess(command, host=args.host, port=args.port, model=served_model_name(preset),
                            startup_timeout_s=args.startup_timeout, log_path=args.log_file)
     print(f"starting: {shlex.join(command)}\nlog: {server.log_path}", flush=True)
+    # SIGTERM (e.g. from a job scheduler) must also take vLLM down: turn it into a clean exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         server.start()
+        print(f"ready: base_url={server.base_url} model={server.model}\n"
+              f"use it with: -s backbone.base_url={server.base_url} -s backbone.preset={preset.name}\n"
+              f"Ctrl-C stops the server.", flush=True)
+        server.process.wait()
+        print(f"orig serve: vLLM exited with code {server.process.returncode}; see {server.log_path}",
+              file=sys.stderr)
+        return 1
     except ServerStartError as exc:
         print(f"orig serve: {exc}", file=sys.stderr)
-        return 1
-    print(f"ready: base_url={server.base_url} model={server.model}\n"
-          f"use it with: -s backbone.base_url={server.base_url} -s backbone.preset={preset.name}\n"
-          f"Ctrl-C stops the server.", flush=True)
-    try:
-        server.process.wait()
-        print(f"orig serve: vLLM exited with code {server.process.returncode}; see {server.log_path}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
