@@ -234,9 +234,13 @@ class BaseChatModel:
         return self.config.model or self.backend
 
     def _limit(self) -> asyncio.Semaphore:
-        # Created lazily so the model can be built outside a running event loop.
-        if self._semaphore is None:
+        # Created lazily so the model can be built outside a running event loop, and again for
+        # each new loop: a semaphore binds to the loop that first waits on it, and one model is
+        # reused across asyncio.run() calls (e.g. the benchmark's judge and retrieval phases).
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or getattr(self, "_semaphore_loop", None) is not loop:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
+            self._semaphore_loop = loop
         return self._semaphore
 
     async def _complete(
