@@ -156,7 +156,6 @@ def test_judge_end_to_end_through_openai_server_with_tiny_judge(judge_server, tm
     from orig_local.evaluation.runner import run_generate_phase, run_judge_phase, run_agent_phase
     from orig_local.evaluation.orchestrate import direct_agent
     from orig_local.llm import make_chat_model
-    from orig_local.llm.config import ChatConfig
     from _eval_fakes import FakeGenerator
 
     red, blue = images
@@ -168,20 +167,37 @@ def test_judge_end_to_end_through_openai_server_with_tiny_judge(judge_server, tm
         BenchmarkItem(id="b", prompt="thing blue", category="sports", questions=[
             Question(id="q1", text="True or False: the thing is shown.", concept="PF"),
             Question(id="q2", text="True or False: it looks like the reference.", concept="TC",
-                     modality="image", reference_image=str(red))]),
+                     modality="image", reference_image=str(blue))]),
     ]
+    # Blue references for both: red generated + blue reference -> true shows the generated
+    # image is the one judged. (The tiny judge says true whenever ANY shown image is red, so
+    # a red reference beside a blue output cannot be used with it; the scripted test checks
+    # the order and labels of the two images.)
     run = tmp_path / "run"
     run_agent_phase(items, run, direct_agent, progress=False)
     run_generate_phase(items, run, FakeGenerator(), progress=False)  # "... red" -> red image
-    chat = make_chat_model(ChatConfig(backend="openai", base_url=judge_server.base_url,
-                                      model=judge_server.model, max_tokens=4), cache_dir=tmp_path / "cache")
+    # concurrency 1: `transformers serve` batches concurrent requests, and padding changes the
+    # tiny model's answers; a real judge on vLLM is run with the default concurrency.
+    chat = make_chat_model(judge_server.chat_config(max_tokens=4, concurrency=1), cache_dir=tmp_path / "cache")
     for fmt in ("text", "bool"):
         judge = Judge(chat, answer_format=fmt, name=f"tiny-{fmt}")
         run_judge_phase(items, run, judge, judge_name=fmt, progress=False, close=fmt == "bool")
         from orig_local.evaluation.rundir import read_phase
 
         rows = read_phase(run, "judge", fmt)
-        assert [v["answer"] for v in rows["r"]["verdicts"]] == [True, True], rows["r"]
+        assert [v["answer"] for v in rows["r"]["verdicts"]] == [True, True], rows["r"]["verdicts"]
         assert [v["answer"] for v in rows["b"]["verdicts"]] == [False, False], rows["b"]
         assert rows["r"]["score"] == 1.0 and rows["b"]["score"] == 0.0
         assert all(v["raw"] for r in rows.values() for v in r["verdicts"])
+
+
+def test_one_judge_reused_across_event_loops(images):
+    """The judge and retrieval phases each run their own asyncio loop with the same chat model."""
+    import asyncio
+
+    red, blue = images
+    judge = scripted_judge()
+    judge.chat.config.concurrency = 1  # the 2nd question waits on the semaphore
+    for _ in range(2):
+        verdicts = asyncio.run(judge.judge_item(_item(blue), red))
+        assert [v.error for v in verdicts] == [None, None]
