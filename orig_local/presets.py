@@ -24,7 +24,7 @@ class ServeSpec(StrictModel):
     tensor_parallel_size: int = 1
     max_model_len: int = 32768
     # Qwen2.5-VL on vLLM allows one image per prompt unless raised.
-    limit_mm_per_prompt: dict[str, int] = Field(default_factory=lambda: {"image": 8})
+    limit_mm_per_prompt: dict[str, int] = Field(default_factory=lambda: {"image": 8, "video": 0})
     # Cap image pixels at the processor so a large reference image cannot OOM the server.
     mm_processor_kwargs: dict[str, Any] = Field(default_factory=lambda: {"max_pixels": 1003520})
     enable_prefix_caching: bool = True  # instructions first, evidence last -> shared prefixes
