@@ -164,3 +164,10 @@ def test_orig_chat_round_trip_through_the_server(tiny_judge_server, tmp_path, ca
 def test_orig_chat_missing_image(capsys):
     assert main(["chat", "hi", "--image", "/no/such.png", "--offline"]) == 2
     assert "no such image" in capsys.readouterr().err
+
+
+def test_dry_run_overrides(capsys):
+    assert main(["serve", "--preset", "qwen2.5-vl-72b", "--tensor-parallel-size", "2",
+                 "--max-model-len", "16384", "--dry-run"]) == 0
+    flags = _flags(shlex.split(capsys.readouterr().out.strip()))
+    assert flags["--tensor-parallel-size"] == "2" and flags["--max-model-len"] == "16384"

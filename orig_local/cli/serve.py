@@ -19,6 +19,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--startup-timeout", type=float, default=1800.0,
                         help="seconds to wait for /health (default 1800: first starts download weights)")
     parser.add_argument("--log-file", default=None, help="vLLM's output goes here (default: a temp file)")
+    parser.add_argument("--tensor-parallel-size", type=int, default=None, help="override the preset's value")
+    parser.add_argument("--max-model-len", type=int, default=None, help="override the preset's value")
+    parser.add_argument("--gpu-memory-utilization", type=float, default=None, help="override the preset's value")
 
 
 def run(args) -> int:
@@ -30,6 +33,10 @@ def run(args) -> int:
     if preset.serve is None:
         print(f"orig serve: preset {preset.name!r} is not a chat model (no `serve` section)", file=sys.stderr)
         return 2
+    overrides = {k: getattr(args, k) for k in ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")
+                 if getattr(args, k) is not None}
+    if overrides:
+        preset = preset.model_copy(update={"serve": preset.serve.model_copy(update=overrides)})
     if args.dry_run:
         print(shlex.join(vllm_command(preset, vllm_bin=args.vllm_bin or "vllm", host=args.host, port=args.port)))
         return 0
