@@ -163,3 +163,24 @@ def test_unknown_benchmark_name():
 
     with pytest.raises(UnknownBackendError, match="figeval"):
         load_benchmark("nope", ".")
+
+
+def test_evaluation_imports_stay_light():
+    import subprocess
+    import sys
+
+    code = ("import sys, orig_local.evaluation as e\n"
+            "from orig_local.evaluation import load_benchmark, summarize\n"
+            "import orig_local.evaluation.loaders.figeval, orig_local.evaluation.judge, orig_local.evaluation.runner\n"
+            "import orig_local.cli.eval_cmd, orig_local.cli.report_cmd\n"
+            "heavy = [m for m in ('torch', 'transformers', 'diffusers', 'matplotlib', 'scipy', 'open_clip') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_every_public_name_resolves():
+    import orig_local.evaluation as ev
+
+    for name in ev.__all__:
+        assert getattr(ev, name) is not None, name

@@ -14,8 +14,11 @@ _LAZY = {
     "summarize": "orig_local.evaluation.items:summarize",
     "Judge": "orig_local.evaluation.judge:Judge",
     "parse_verdict": "orig_local.evaluation.judge:parse_verdict",
-    "score_run": "orig_local.evaluation.scoring:score_run",
-    "run_phases": "orig_local.evaluation.runner:run_phases",
+    "load_run": "orig_local.evaluation.results:load_run",
+    "run_phases": "orig_local.evaluation.orchestrate:run_phases",
+    "AgentOutput": "orig_local.evaluation.runner:AgentOutput",
+    "merge_runs": "orig_local.evaluation.merge:merge_runs",
+    "human_agreement": "orig_local.evaluation.agreement:human_agreement",
     "build_report": "orig_local.evaluation.report:build_report",
 }
 
