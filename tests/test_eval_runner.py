@@ -233,3 +233,15 @@ def test_generate_phase_shards_itself_under_accelerate(tmp_path, items, monkeypa
     rows = [json.loads(ln) for ln in (run / "generate.shard-1-of-2.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [i.id for i in items[1::2]] and gen.calls == 4
     assert not (run / "agent.shard-1-of-2.jsonl").exists()  # only generation is data-parallel
+
+
+def test_cli_later_phase_adopts_the_run_settings(tmp_path, items):
+    from orig_local.cli import main
+
+    bench = tmp_path / "bench" / "bench.jsonl"
+    out = tmp_path / "run"
+    assert main(["-q", "eval", "--benchmark", "jsonl", "--data", str(bench), "--condition", "direct",
+                 "--out", str(out), "--phase", "agent", "--limit", "2"]) == 0
+    # no --condition/--benchmark/--data: taken from run.json instead of clashing with the defaults
+    assert main(["-q", "eval", "--out", str(out), "--phase", "agent", "--limit", "3"]) == 0
+    assert list(read_phase(out, "agent")) == ["item_0", "item_1", "item_2"]

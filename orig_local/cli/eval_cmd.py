@@ -64,6 +64,26 @@ def apply_flags(config, args):
     return config
 
 
+def adopt_run_meta(config, args, out) -> None:
+    """Resuming or running a later phase in an existing run folder: what the run was started
+    with (run.json) fills the flags not given now, so `--phase judge --out runs/x` suffices."""
+    from orig_local.evaluation.rundir import read_meta
+
+    meta = read_meta(out)
+    if not meta:
+        return
+    if not args.condition and meta.get("condition"):
+        config.agent.condition = meta["condition"]
+    if not args.benchmark and meta.get("benchmark"):
+        config.eval.benchmark = meta["benchmark"]
+    if not args.data and not config.eval.data and meta.get("data"):
+        config.eval.data = meta["data"]
+    if not args.generator and not config.generator.preset and meta.get("generator"):
+        config.generator.preset = meta["generator"]
+    if not args.backbone and meta.get("backbone") and not any(o.startswith("backbone.") for o in args.overrides):
+        config.backbone.preset = meta["backbone"]
+
+
 def run(args) -> int:
     import json
     import sys
@@ -76,6 +96,7 @@ def run(args) -> int:
     from orig_local.evaluation.runner import parse_shard, select_items
 
     config = apply_flags(config_from_args(args), args)
+    adopt_run_meta(config, args, Path(args.out))
     ev = config.eval
     if not ev.data:
         raise ConfigError("no benchmark data: pass --data PATH (or set eval.data)")

@@ -66,12 +66,14 @@ def build_judge(config):
 def write_meta(run_dir: Path, config, extra: dict | None = None) -> dict:
     """Record what this run is; refuse to mix a different benchmark/condition into it."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    uses_backbone = config.agent.condition != "direct"  # Direct sends the raw prompt
+    backbone = (config.backbone.preset or config.backbone.model) if uses_backbone else None
     meta = {
         "benchmark": config.eval.benchmark,
         "data": config.eval.data,
         "condition": config.agent.condition,
-        "backbone": config.backbone.preset or config.backbone.model,
-        "backbone_size_b": backbone_size(config.backbone.preset or config.backbone.model),
+        "backbone": backbone,
+        "backbone_size_b": backbone_size(backbone),
         "generator": config.generator.preset,
         "judge": config.judge.preset or config.judge.model,
         "seed": config.eval.seed,
