@@ -215,3 +215,17 @@ def test_torch_compile_regional_gives_the_same_image():
     compiled_gen = gen_for("tiny-flux", "flux", torch_compile=True)
     compiled = compiled_gen.generate(GenerationRequest("a", seed=1))
     assert np.abs(pixels(plain).astype(int) - pixels(compiled).astype(int)).max() <= 2
+
+
+def test_concurrent_callers_share_one_load():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from orig_local.generation import GenerationRequest
+
+    gen = gen_for("tiny-flux", "flux")
+    requests = [GenerationRequest("a harbour", seed=s % 2, steps=1) for s in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(gen.generate, requests))
+    assert gen.loads == 1
+    assert np.array_equal(pixels(results[0]), pixels(results[2]))
+    assert not np.array_equal(pixels(results[0]), pixels(results[1]))

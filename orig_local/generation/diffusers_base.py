@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import threading
 import time
 from typing import Any, ClassVar, Sequence
 
@@ -84,6 +85,8 @@ class DiffusersGenerator:
         self.device = pick_device(self.config.device)
         self.loads = 0
         self._pipe = None
+        # diffusers pipelines keep per-call state (scheduler timesteps): one call at a time.
+        self._lock = threading.RLock()
 
     # -- loading -------------------------------------------------------------------------
     @property
@@ -92,8 +95,10 @@ class DiffusersGenerator:
         return self.load()
 
     def load(self):
-        if self._pipe is not None:
-            return self._pipe
+        with self._lock:
+            return self._pipe if self._pipe is not None else self._load()
+
+    def _load(self):
         from orig_local._lazy import require
 
         diffusers = require("diffusers", "gen")
@@ -117,12 +122,13 @@ class DiffusersGenerator:
     def attach(self, pipe):
         """Use an already built pipeline (quantised components, random weights for a speed
         check): it gets the same device placement and memory options as a loaded one."""
-        self.unload()
-        self._place(pipe)
-        self._memory_options(pipe)
-        pipe.set_progress_bar_config(disable=not self.progress)
-        self._pipe = pipe
-        return pipe
+        with self._lock:
+            self.unload()
+            self._place(pipe)
+            self._memory_options(pipe)
+            pipe.set_progress_bar_config(disable=not self.progress)
+            self._pipe = pipe
+            return pipe
 
     def _place(self, pipe) -> None:
         mode = self.config.offload
@@ -154,9 +160,10 @@ class DiffusersGenerator:
 
     def unload(self) -> None:
         """Drop the pipeline and return its accelerator memory (another phase may need it)."""
-        if self._pipe is None:
-            return
-        pipe, self._pipe = self._pipe, None
+        with self._lock:
+            if self._pipe is None:
+                return
+            pipe, self._pipe = self._pipe, None
         if self.config.offload != "none":
             pipe.remove_all_hooks()
         del pipe
@@ -215,6 +222,10 @@ class DiffusersGenerator:
 
     # -- generation ----------------------------------------------------------------------
     def generate(self, request: GenerationRequest) -> GenerationResult:
+        with self._lock:
+            return self._generate(request)
+
+    def _generate(self, request: GenerationRequest) -> GenerationResult:
         import torch
 
         pipe = self.load()
