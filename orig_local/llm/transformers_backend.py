@@ -152,11 +152,10 @@ def _build_tiny_if_missing(model: str) -> None:
     from orig_local.tiny import BUILDERS
 
     path = Path(model)
-    if path.parent == tiny_models_dir() and path.name in BUILDERS and not path.exists():
+    if path.parent == tiny_models_dir() and path.name in BUILDERS:
         from orig_local.tiny.build import build_one
 
-        log.info("building tiny model %s (first use)", path.name)
-        build_one(path.name, tiny_models_dir())
+        build_one(path.name, tiny_models_dir())  # returns at once when built and current
 
 
 def _until_eos(ids: list[int], eos) -> list[int]:

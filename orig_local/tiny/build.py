@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import shutil
 from pathlib import Path
@@ -14,29 +15,45 @@ log = logging.getLogger(__name__)
 MARKER = ".complete"
 
 
+def _stamp(name: str) -> str:
+    """What a complete folder's marker holds: ``ok``, or ``ok <version>`` when the builder's
+    module sets ``TINY_VERSION`` — bumping it makes existing caches rebuild that model."""
+    module_name = BUILDERS[name].partition(":")[0]
+    version = getattr(importlib.import_module(module_name), "TINY_VERSION", None)
+    return "ok" if version is None else f"ok {version}"
+
+
+def _is_complete(out: Path, stamp: str) -> bool:
+    marker = out / MARKER
+    return marker.exists() and marker.read_text().strip() == stamp
+
+
 def build_one(name: str, root: Path, force: bool = False) -> Path:
-    """Build tiny model ``name`` into ``root/name`` unless already complete.
+    """Build tiny model ``name`` into ``root/name`` unless already complete (and current).
 
     A lock file serialises builders of the same model (parallel test runs, several users of
     one cache): the second waits and then finds the model complete."""
     import fcntl
 
+    if name not in BUILDERS:
+        raise ValueError(f"unknown tiny model {name!r}; known: {list(BUILDERS)}")
     out = Path(root) / name
-    if (out / MARKER).exists() and not force:
+    stamp = _stamp(name)
+    if _is_complete(out, stamp) and not force:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.with_name(f".{name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (out / MARKER).exists() and not force:
+        if _is_complete(out, stamp) and not force:
             return out
         if out.exists():
-            shutil.rmtree(out)  # a half-built folder from a crash: start clean
+            shutil.rmtree(out)  # half-built (a crash) or stale (an older builder): start clean
         tmp = out.with_name(out.name + ".partial")
         if tmp.exists():
             shutil.rmtree(tmp)
         log.info("building tiny model %s", name)
         load_object(BUILDERS[name])(tmp)
-        (tmp / MARKER).write_text("ok\n")
+        (tmp / MARKER).write_text(stamp + "\n")
         tmp.rename(out)  # atomic: a folder is either complete or absent
     return out
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from orig_local.tiny.qwen_vl import build_processor, build_model
+from orig_local.tiny.qwen_vl import TINY_VERSION as _BASE_VERSION
+from orig_local.tiny.qwen_vl import build_model, build_processor
+
+TINY_VERSION = f"{_BASE_VERSION}.1"  # rebuilt when the base model or the training changes
 
 STEPS = 150
 LR = 3e-3

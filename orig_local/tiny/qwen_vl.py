@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# Bump when the built model changes: caches built by an older version are rebuilt.
+TINY_VERSION = 2
+
 # Qwen2.5-VL-Instruct's chat template (chat_template.json of Qwen/Qwen2.5-VL-7B-Instruct):
 # a default system turn, <|vision_start|><|image_pad|><|vision_end|> per image, ChatML turns.
 QWEN2_5_VL_CHAT_TEMPLATE = (
