@@ -97,3 +97,24 @@ def test_build_is_deterministic(tmp_path):
     b = load_file(str(tiny_model("qwen2_5_vl") / "model.safetensors"))
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
     assert (fresh / ".complete").exists()
+
+
+def test_stale_builds_are_rebuilt_when_the_builder_version_changes(tmp_path, monkeypatch):
+    import importlib
+
+    from orig_local.tiny.build import build_one
+
+    (tmp_path / "fake_tiny_builder.py").write_text(
+        "TINY_VERSION = 1\nCALLS = []\n"
+        "def build(out):\n    import pathlib\n    pathlib.Path(out).mkdir(parents=True)\n    CALLS.append(out)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("fake_tiny_builder")
+    monkeypatch.setitem(BUILDERS, "fake", "fake_tiny_builder:build")
+    root = tmp_path / "models"
+    build_one("fake", root)
+    build_one("fake", root)
+    assert len(module.CALLS) == 1 and (root / "fake" / ".complete").read_text().strip() == "ok 1"
+    monkeypatch.setattr(module, "TINY_VERSION", 2)
+    build_one("fake", root)
+    assert len(module.CALLS) == 2 and (root / "fake" / ".complete").read_text().strip() == "ok 2"
