@@ -109,10 +109,16 @@ def test_grouped_only_id_with_its_own_prompt_is_kept(tmp_path):
     data["people_9"] = {"prompt_en": "Someone", "txt_reference": "", "questions": {
         "question_1": {"content": "True or False: x", "img_path": None, "modal": "T", "class_id": 1}}}
     data["people_8"] = {"prompt_en": "", "txt_reference": "", "questions": {}}
+    data["people_37"] = {"prompt_en": "", "txt_reference": "", "questions": {
+        "question_1": {"content": "True or False: y", "img_path": None, "modal": "T", "class_id": 2}}}
     path.write_text(json.dumps(data))
+    # like event_37: absent from prompts.jsonl, prompt only in the category's prompt list
+    (path.parent / "people_prompt.jsonl").write_text(json.dumps(
+        {"id": "people_37", "Prompt": "The  laureate", "指令": "z", "category": "people"}) + "\n")
     items = {i.id: i for i in load_benchmark("figeval", root, classes=["people"])}
-    assert set(items) == {"people_0", "people_1", "people_9"}
+    assert set(items) == {"people_0", "people_1", "people_9", "people_37"}
     assert "not in prompts.jsonl" in items["people_9"].issues[0]
+    assert items["people_37"].prompt == "The laureate" and "people_prompt.jsonl" in items["people_37"].issues[0]
 
 
 def test_own_jsonl_format_and_roundtrip(tmp_path):

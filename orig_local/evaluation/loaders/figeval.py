@@ -3,8 +3,8 @@
 Accepted layouts under ``path``:
 
 * the authors' repository (or its ``eval/`` folder): ``data/FIG-Eval/prompts.jsonl``,
-  ``eval/reference/txt/<cat>/<cat>_grouped.json`` (+ ``<cat>_reference.jsonl``) and
-  ``eval/reference/img/*.png``;
+  ``eval/reference/txt/<cat>/<cat>_grouped.json`` (+ ``<cat>_reference.jsonl``,
+  ``<cat>_prompt.jsonl``) and ``eval/reference/img/*.png``;
 * flat: ``prompts.jsonl`` and ``<cat>_grouped.json`` (+ ``<cat>_reference.jsonl``, ``img/``)
   in one folder.
 
@@ -160,6 +160,7 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
 
     grouped: dict[str, tuple[dict, Path]] = {}
     facts: dict[str, list[GoldFact]] = {}
+    fallback_prompts: dict[str, tuple[str, str | None]] = {}
     for gf in grouped_files:
         data = json.loads(gf.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
@@ -169,6 +170,14 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
         ref = gf.with_name(gf.name.replace("_grouped.json", "_reference.jsonl"))
         if ref.is_file():
             facts.update(_facts_from_reference(_read_jsonl(ref), images))
+        # The per-category prompt list ({"id", "Prompt", "指令", "category"}) holds prompts that
+        # prompts.jsonl lacks (event_37: the paper's 514th prompt).
+        plist = gf.with_name(gf.name.replace("_grouped.json", "_prompt.jsonl"))
+        if plist.is_file():
+            for row in _read_jsonl(plist):
+                text = row.get("Prompt") or row.get("prompt_en") or row.get("prompt")
+                if row.get("id") and text:
+                    fallback_prompts.setdefault(str(row["id"]).strip().lower(), (text, row.get("指令")))
 
     prompts_file = _find_prompts(root)
     if prompts_file is not None:
@@ -178,15 +187,21 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
                         "prompt_zh": e.get("prompt_zh")} for pid, (e, _) in grouped.items()]
 
     # Ids that have questions but no line in prompts.jsonl (the paper counts 514 prompts, the
-    # list has 513): kept when the grouped file carries their English prompt.
+    # list has 513): kept when the grouped file or the category's <cat>_prompt.jsonl has their
+    # English prompt.
     listed = {str(r["id"]).strip().lower() for r in prompt_rows}
     for pid, (entry, where) in grouped.items():
-        if pid not in listed:
-            if str(entry.get("prompt_en") or "").strip():
-                prompt_rows.append({"id": pid, "category": pid.rsplit("_", 1)[0], "prompt_en": entry["prompt_en"],
-                                    "prompt_zh": entry.get("prompt_zh"), "_note": f"not in prompts.jsonl; prompt from {where.name}"})
-            else:
-                log.warning("FIG-Eval: %s has questions in %s but no prompt anywhere; skipped", pid, where.name)
+        if pid in listed:
+            continue
+        if str(entry.get("prompt_en") or "").strip():
+            text, zh, src = entry["prompt_en"], entry.get("prompt_zh"), where.name
+        elif pid in fallback_prompts:
+            (text, zh), src = fallback_prompts[pid], where.name.replace("_grouped.json", "_prompt.jsonl")
+        else:
+            log.warning("FIG-Eval: %s has questions in %s but no prompt anywhere; skipped", pid, where.name)
+            continue
+        prompt_rows.append({"id": pid, "category": pid.rsplit("_", 1)[0], "prompt_en": text,
+                            "prompt_zh": zh, "_note": f"not in prompts.jsonl; prompt from {src}"})
 
     wanted = {normalize_class(c) for c in classes} if classes else None
     items: list[BenchmarkItem] = []
