@@ -229,3 +229,19 @@ def test_concurrent_callers_share_one_load():
     assert gen.loads == 1
     assert np.array_equal(pixels(results[0]), pixels(results[2]))
     assert not np.array_equal(pixels(results[0]), pixels(results[1]))
+
+
+@pytest.mark.parametrize("preset", ["tiny-flux", "tiny-flux-kontext", "tiny-qwen-image", "tiny-qwen-image-edit",
+                                    "tiny-qwen-image-edit-2509", "tiny-sd3"])
+def test_tiny_folders_load_as_their_pipeline_class(preset):
+    """The saved model_index names the class the backend expects, as a hub checkpoint does."""
+    from diffusers import DiffusionPipeline
+
+    from orig_local.generation import BACKENDS
+    from orig_local.presets import load_preset
+    from orig_local._lazy import load_object
+
+    p = load_preset(preset)
+    tiny_model(p.hf_id.removeprefix("tiny:"))
+    pipe = DiffusionPipeline.from_pretrained(p.path)
+    assert type(pipe).__name__ == load_object(BACKENDS[p.generator]).pipeline_class

@@ -102,7 +102,10 @@ class DiffusersGenerator:
         from orig_local._lazy import require
 
         diffusers = require("diffusers", "gen")
-        cls = getattr(diffusers, self.pipeline_class)
+        cls = getattr(diffusers, self.pipeline_class, None)
+        if cls is None:
+            raise ImportError(f"diffusers {diffusers.__version__} has no {self.pipeline_class} "
+                              f"(needed by {self.name}); upgrade: pip install -U diffusers")
         dtype = pick_dtype(self.config.dtype, self.device, self.preset.dtype)
         path = self.preset.path
         if self.preset.is_tiny and not os.path.isdir(path):
