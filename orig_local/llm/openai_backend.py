@@ -79,6 +79,18 @@ def parse_top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
     return {alt["token"]: float(alt["logprob"]) for alt in alternatives}
 
 
+def _is_local(url: str) -> bool:
+    import ipaddress
+
+    host = httpx.URL(url).host
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class OpenAIChatModel(BaseChatModel):
     """Chat over an OpenAI-compatible ``/chat/completions`` endpoint (vLLM, transformers serve, ...).
 
@@ -147,7 +159,9 @@ class OpenAIChatModel(BaseChatModel):
             limits = httpx.Limits(max_connections=self.config.concurrency)
             self._client = httpx.AsyncClient(
                 base_url=self.base_url, timeout=timeout, limits=limits, transport=self._transport,
-                headers={"Authorization": f"Bearer {self.config.api_key}"}, trust_env=False,
+                headers={"Authorization": f"Bearer {self.config.api_key}"},
+                # proxy variables apply to remote APIs, never to a server on this machine
+                trust_env=not _is_local(self.base_url),
             )
             self._client_loop = loop
         return self._client
