@@ -201,3 +201,21 @@ def test_one_judge_reused_across_event_loops(images):
     for _ in range(2):
         verdicts = asyncio.run(judge.judge_item(_item(blue), red))
         assert [v.error for v in verdicts] == [None, None]
+
+
+async def test_soft_score_recorded_when_server_returns_logprobs(images):
+    from orig_local.evaluation.judge import Judge
+    from orig_local.llm.base import Completion, Usage
+    from orig_local.llm.config import ChatConfig
+    from orig_local.llm.scripted import ScriptedChatModel
+
+    class WithLogprobs(ScriptedChatModel):
+        async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs):
+            self.requests.append({"logprobs": logprobs})
+            return Completion("false", Usage(10, 1), top_logprobs={"false": -0.2, "true": -1.8})
+
+    red, _ = images
+    judge = Judge(WithLogprobs(ChatConfig(backend="scripted")), logprobs=5)
+    v = await judge.judge_question(Question(id="q", text="x"), red)
+    assert judge.chat.requests[0]["logprobs"] == 5
+    assert v.answer is False and v.p_true == pytest.approx(0.168, abs=1e-3)
