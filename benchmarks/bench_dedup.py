@@ -73,6 +73,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-sizes", default="1,8,32")
     parser.add_argument("--tiny", action="store_true", help="use the tiny local CLIP instead (seconds)")
     args = parser.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)  # open_clip warns on purpose about random weights
 
     model = args.model
     if args.tiny:
