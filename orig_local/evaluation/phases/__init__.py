@@ -1,0 +1,1 @@
+"""The phases of a benchmark run, one file each (agent, generate, judge, retrieval)."""
