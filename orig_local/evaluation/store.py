@@ -48,7 +48,8 @@ def read_rows(path: str | Path) -> list[dict]:
 def write_rows_atomic(path: str | Path, rows: Iterable[dict]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    # per-process temp name: shard processes starting together may rewrite the same main file
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
