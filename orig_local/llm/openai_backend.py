@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import math
 import random
 from typing import Any
 
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 MAX_BACKOFF_S = 60.0
+CONNECTIONS_PER_CLIENT = 16
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
@@ -110,9 +112,10 @@ class OpenAIChatModel(BaseChatModel):
         self.base_url = config.base_url.rstrip("/")
         self._transport = transport
         # An AsyncClient's pool belongs to the event loop that first used it; a new loop (each
-        # asyncio.run, each async test) gets a new client.
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        # asyncio.run, each async test) gets new clients.
+        self._clients: list[httpx.AsyncClient] = []
+        self._clients_loop: asyncio.AbstractEventLoop | None = None
+        self._next_client = 0
 
     # ------------------------------------------------------------------ request body
 
@@ -154,17 +157,26 @@ class OpenAIChatModel(BaseChatModel):
 
     def _http(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
+        if not self._clients or self._clients_loop is not loop:
+            # httpcore's pool does O(connections^2) bookkeeping per request: past a few dozen
+            # connections the client, not the server, limits throughput. Several small pools,
+            # used in turn, keep the cost flat (bench_chat, 64 in flight: 7.7x -> 1.3-1.6x ideal).
+            n_clients = max(1, math.ceil(self.config.concurrency / CONNECTIONS_PER_CLIENT))
+            per_client = math.ceil(self.config.concurrency / n_clients)
             timeout = httpx.Timeout(self.config.timeout_s, connect=min(10.0, self.config.timeout_s))
-            limits = httpx.Limits(max_connections=self.config.concurrency)
-            self._client = httpx.AsyncClient(
-                base_url=self.base_url, timeout=timeout, limits=limits, transport=self._transport,
-                headers={"Authorization": f"Bearer {self.config.api_key}"},
-                # proxy variables apply to remote APIs, never to a server on this machine
-                trust_env=not _is_local(self.base_url),
-            )
-            self._client_loop = loop
-        return self._client
+            self._clients = [
+                httpx.AsyncClient(
+                    base_url=self.base_url, timeout=timeout, transport=self._transport,
+                    limits=httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client),
+                    headers={"Authorization": f"Bearer {self.config.api_key}"},
+                    # proxy variables apply to remote APIs, never to a server on this machine
+                    trust_env=not _is_local(self.base_url),
+                )
+                for _ in range(n_clients)
+            ]
+            self._clients_loop = loop
+        self._next_client = (self._next_client + 1) % len(self._clients)
+        return self._clients[self._next_client]
 
     def _backoff(self, attempt: int, retry_after: str | None) -> float:
         delay = self.config.backoff_s * (2 ** attempt) * random.uniform(0.5, 1.5)
@@ -229,9 +241,9 @@ class OpenAIChatModel(BaseChatModel):
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        clients, self._clients = self._clients, []
+        for client in clients:
             try:
-                await self._client.aclose()
+                await client.aclose()
             except RuntimeError:  # its event loop is already closed: nothing left to release
                 pass
-            self._client = None
