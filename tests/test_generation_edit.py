@@ -103,3 +103,17 @@ def test_edit_2509_references_change_the_image():
     one = gen.generate(GenerationRequest("x", references=refs(1), steps=1, guidance=1.0, seed=0))
     two = gen.generate(GenerationRequest("x", references=refs(2), steps=1, guidance=1.0, seed=0))
     assert not np.array_equal(np.asarray(one.image), np.asarray(two.image))
+
+
+def test_edit_model_without_references_gets_a_blank_canvas(monkeypatch):
+    """A Direct run with an edit preset must not crash: the pipeline needs an input image, so
+    it gets a white canvas of the requested size and the result says so."""
+    from orig_local.generation import GenerationRequest
+
+    gen = gen_for("tiny-qwen-image-edit-2509", "qwen_image_edit_plus")
+    calls = spy_pipeline_calls(monkeypatch, type(gen.pipeline), run=False)
+    result = gen.generate(GenerationRequest("a lighthouse", references=[], seed=0, steps=1, guidance=1.0))
+    sent = calls[0]["image"]
+    assert len(sent) == 1 and sent[0].size == (64, 64) and sent[0].getpixel((0, 0)) == (255, 255, 255)
+    assert result.references_used == 0
+    assert any("blank white" in n for n in result.notes)

@@ -69,6 +69,10 @@ class DiffusersGenerator:
     reference_kwarg: ClassVar[str | None] = None  # call argument for reference images
     model_max_references: ClassVar[int] = 0  # what the pipeline itself accepts
     reference_as_list: ClassVar[bool] = False  # pass a list (multi-image) or a single image
+    # Edit pipelines that cannot run without an input image (Qwen-Image-Edit*). Given no
+    # reference (a Direct run, or an ORIG run that found no usable image) they get a blank
+    # white canvas of the requested size, and the result's notes say so, instead of failing.
+    requires_reference: ClassVar[bool] = False
     default_negative_prompt: ClassVar[str | None] = None
 
     def __init__(self, preset, config: GeneratorConfig | None = None, progress: bool = False):
@@ -236,6 +240,12 @@ class DiffusersGenerator:
         self.check_size(pipe, params["width"], params["height"])
         references, used, notes = fit_references(
             request.references, self.max_references, self.config.reference_strategy, self.name)
+        if not references and self.requires_reference:
+            references = [blank_canvas(params["width"], params["height"])]
+            notes = notes + [
+                f"{self.name} needs an input image and got none: a blank white "
+                f"{params['width']}x{params['height']} canvas was passed (for text-only "
+                "conditions a text-to-image preset such as qwen-image is the cleaner choice)"]
         for note in notes:
             log.info("%s", note)
         kwargs = self.call_kwargs(request, params, extras, references)
@@ -256,6 +266,12 @@ class DiffusersGenerator:
         # One call per request: each keeps its own seed and references (the multi-image edit
         # pipelines take one prompt per call anyway). The pipeline is loaded once for all.
         return [self.generate(r) for r in requests]
+
+
+def blank_canvas(width: int, height: int):
+    from PIL import Image
+
+    return Image.new("RGB", (width, height), (255, 255, 255))
 
 
 def _dtype_kwarg() -> str:

@@ -16,4 +16,5 @@ class QwenImageEditGenerator(DiffusersGenerator):
     guidance_kwarg = "true_cfg_scale"  # real CFG, as Qwen-Image
     default_negative_prompt = " "
     reference_kwarg = "image"
+    requires_reference = True
     model_max_references = 1

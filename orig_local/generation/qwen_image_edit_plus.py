@@ -15,5 +15,6 @@ class QwenImageEditPlusGenerator(DiffusersGenerator):
     guidance_kwarg = "true_cfg_scale"
     default_negative_prompt = " "
     reference_kwarg = "image"
+    requires_reference = True
     reference_as_list = True
     model_max_references = 3
