@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: venv install tiny-models demo test test-all bench clean
+.PHONY: venv install tiny-models demo demo-eval test test-all bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,14 @@ install: $(VENV)/.installed
 tiny-models: install
 	$(PY) scripts/make_tiny_models.py
 
+# The main job offline: chat round trip over a real server, the agent on one prompt (tiny
+# backbone and a simulated one), then the 3-item mini benchmark through all eval phases.
 demo: tiny-models
-	$(PY) scripts/demo.py --out $(DEMO_OUT)
+	$(PY) scripts/demo.py --out $(DEMO_OUT) --quiet
+	$(PY) scripts/demo_eval.py --out $(DEMO_OUT)/eval --quiet
+
+demo-eval: tiny-models
+	$(PY) scripts/demo_eval.py --out $(DEMO_OUT)/eval
 
 test: install
 	$(PY) -m pytest -q

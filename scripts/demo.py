@@ -1,15 +1,23 @@
 #!/usr/bin/env python
-"""Offline demo: a chat round trip through the real server path, written to an output folder.
+"""Offline demo of the main job: tiny real models, the bundled demo corpus, no network.
 
-    python scripts/demo.py --out out/demo
+    python scripts/demo.py --out out/demo        (what `make demo` runs, then demo_eval.py)
 
-1. builds the tiny Qwen2.5-VL if missing (seconds; no hub access);
-2. starts a real OpenAI-compatible server on 127.0.0.1 (``transformers serve``);
-3. sends a text + image chat through the ``openai`` chat backend;
-4. writes ``<out>/chat.json`` (reply, token usage, latency) and ``<out>/config.yaml``.
+1. builds the tiny models if missing (seconds; no hub access);
+2. starts a real OpenAI-compatible server on 127.0.0.1 (``transformers serve``) with the tiny
+   Qwen2.5-VL and sends a text + image chat through the ``openai`` backend -> ``chat.json``;
+3. runs the ORIG agent on one prompt about a fictional entity that only the demo corpus knows,
+   with the tiny Qwen-Image-Edit-2509 generator, twice:
+   - ``agent-tiny/``: the backbone is the tiny Qwen2.5-VL over that server. Its weights are
+     random, so every structured reply fails validation: the run shows the degradation path
+     (errors recorded in the trace, a usable prompt assembled from the evidence anyway);
+   - ``agent-simulated/``: the ``simulated`` backbone, a deterministic stand-in that answers
+     each stage's schema from the evidence in its request, so every stage runs as it would
+     with a real model (plans, filtering, refinement, reference images).
+   Each folder holds image.png, prompt.txt, references/, trace.json, trace.html, config.yaml.
 
-The tiny model has random weights: its reply is noise; the point is that every real component
-(processor, chat template, HTTP, data-URI images, usage accounting) runs.
+The tiny models have random weights: images are noise; the point is that every real component
+(processor, chat template, HTTP, data-URI images, retrieval, dedup, diffusers) runs.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from orig_local.config import load_config, save_config  # noqa: E402
 from orig_local.llm import make_chat_model, system, user  # noqa: E402
 from orig_local.llm.local_server import transformers_server  # noqa: E402
 from orig_local.paths import tiny_models_dir  # noqa: E402
-from orig_local.tiny.build import build_one  # noqa: E402
+from orig_local.tiny.build import build_all  # noqa: E402
 
 log = logging.getLogger("demo")
 
@@ -62,31 +70,63 @@ async def chat_round_trip(config) -> dict:
     }
 
 
+DEMO_PROMPT = "The Veltrane Harbor Lighthouse at dusk, seen from the harbour"
+
+
+def run_agent_demo(config, out_dir: Path) -> dict:
+    from orig_local.agent import run_agent
+
+    result = run_agent(DEMO_PROMPT, config=config, out_dir=out_dir)
+    summary = {
+        "out": str(out_dir), "condition": result.condition, "stop_reason": result.stop_reason,
+        "rounds": result.rounds, "stage_errors": len(result.trace.errors()),
+        "references": len(result.references), "prompt_words": len(result.final_prompt.split()),
+    }
+    print(f"agent ({config.backbone.backend}): stop={summary['stop_reason']} rounds={summary['rounds']} "
+          f"errors={summary['stage_errors']} refs={summary['references']} -> {out_dir}/trace.html")
+    return summary
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("out/demo"))
     parser.add_argument("--set", "-s", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--generator", default="tiny-qwen-image-edit-2509", help="generator preset")
+    parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level="WARNING" if args.quiet else "INFO",
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
 
     t0 = time.perf_counter()
-    model_dir = build_one("qwen2_5_vl", tiny_models_dir())
+    build_all(tiny_models_dir())  # idempotent: only missing tiny models are built
+    model_dir = tiny_models_dir() / "qwen2_5_vl"
+    summary: dict = {}
     with transformers_server(model_dir, log_path=args.out / "server.log") as server:
-        overrides = [
+        server_overrides = [
             "backbone.backend=openai", f"backbone.base_url={server.base_url}",
             f"backbone.model={server.model}", "backbone.structured_mode=prompt",
-            # the demo shows a live server round trip, not a cache hit from an earlier run
-            "cache_dir=", *args.overrides,
         ]
-        config = load_config(["offline"], overrides)
+        # The chat step shows a live round trip, not a cache hit from an earlier run.
+        config = load_config(["offline"], server_overrides + ["cache_dir=", *args.overrides])
         save_config(config, args.out / "config.yaml")
-        result = asyncio.run(chat_round_trip(config))
-    result["total_s"] = round(time.perf_counter() - t0, 2)
-    (args.out / "chat.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"chat: {result['usage']['prompt_tokens']} prompt + {result['usage']['completion_tokens']} "
-          f"completion tokens in {result['latency_s']}s -> {args.out / 'chat.json'}")
+        summary["chat"] = asyncio.run(chat_round_trip(config))
+        (args.out / "chat.json").write_text(json.dumps(summary["chat"], indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+        print(f"chat: {summary['chat']['usage']['prompt_tokens']} prompt + "
+              f"{summary['chat']['usage']['completion_tokens']} completion tokens in "
+              f"{summary['chat']['latency_s']}s -> {args.out / 'chat.json'}")
+
+        common = [f"generator.preset={args.generator}", f"cache_dir={args.out / 'cache'}",
+                  f"progress={'false' if args.quiet else 'true'}", *args.overrides]
+        tiny = load_config(["offline"], server_overrides + common)
+        summary["agent_tiny"] = run_agent_demo(tiny, args.out / "agent-tiny")
+    simulated = load_config(["offline"], ["backbone.backend=simulated", *common])
+    summary["agent_simulated"] = run_agent_demo(simulated, args.out / "agent-simulated")
+    summary["total_s"] = round(time.perf_counter() - t0, 2)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(f"demo done in {summary['total_s']}s -> {args.out}")
     return 0
 
 
