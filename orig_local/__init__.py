@@ -7,7 +7,8 @@ resolved lazily.
 
 from __future__ import annotations
 
-from typing import Any
+
+from orig_local._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -22,12 +23,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from orig_local._lazy import load_object
-
-        return load_object(_LAZY[name])
-    raise AttributeError(f"module 'orig_local' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = list(_LAZY) + ["__version__"]

@@ -22,6 +22,18 @@ def load_object(path: str) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def lazy_getattr(module: str, names: dict[str, str]):
+    """A module-level ``__getattr__`` that resolves ``names`` (``{"Name": "mod:attr"}``) on
+    first access, so a package can expose its API without importing it at import time."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return load_object(names[name])
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def resolve(role: str, registry: dict[str, str], name: str) -> Any:
     """Return the class registered under ``name`` for ``role`` or raise a clear error."""
     try:

@@ -6,7 +6,8 @@ Kept light: the public names below resolve on first access, so ``import orig_loc
 
 from __future__ import annotations
 
-from typing import Any
+
+from orig_local._lazy import lazy_getattr
 
 _LAZY = {
     "Agent": "orig_local.agent.agent:Agent",
@@ -23,12 +24,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from orig_local._lazy import load_object
-
-        return load_object(_LAZY[name])
-    raise AttributeError(f"module 'orig_local.agent' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = list(_LAZY)

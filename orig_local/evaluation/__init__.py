@@ -3,7 +3,8 @@ resumable runs and reports. Attributes are resolved lazily so importing this sta
 
 from __future__ import annotations
 
-from typing import Any
+
+from orig_local._lazy import lazy_getattr
 
 _LAZY = {
     "load_benchmark": "orig_local.evaluation.loaders:load_benchmark",
@@ -23,12 +24,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from orig_local._lazy import load_object
-
-        return load_object(_LAZY[name])
-    raise AttributeError(f"module 'orig_local.evaluation' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = list(_LAZY)
