@@ -59,18 +59,30 @@ class Preset(StrictModel):
         """What ``from_pretrained`` should load: the hub id, or the tiny model's folder."""
         return resolve_model_path(self.hf_id)
 
+    def ensure_path(self) -> str:
+        """:attr:`path`, building the tiny model first if this is a missing tiny preset."""
+        return resolve_model_path(self.hf_id, build=True)
+
     @property
     def is_tiny(self) -> bool:
         return self.hf_id.startswith("tiny:")
 
 
-def resolve_model_path(ref: str) -> str:
-    """``tiny:<name>`` -> folder under the tiny-model dir; anything else unchanged."""
-    if ref.startswith("tiny:"):
-        return str(tiny_models_dir() / ref.removeprefix("tiny:"))
+def resolve_model_path(ref: str, build: bool = False) -> str:
+    """``tiny:<name>`` (or ``local-dir:tiny:<name>``) -> the tiny model's folder; anything else
+    unchanged. With ``build``, a tiny model that is missing (or stale) is built first: it takes
+    seconds, so offline runs and tests on a fresh machine just work."""
+    prefix = ""
     if ref.startswith("local-dir:tiny:"):
-        return "local-dir:" + str(tiny_models_dir() / ref.removeprefix("local-dir:tiny:"))
-    return ref
+        prefix, ref = "local-dir:", ref.removeprefix("local-dir:")
+    if not ref.startswith("tiny:"):
+        return prefix + ref
+    name = ref.removeprefix("tiny:")
+    if build:
+        from orig_local.tiny.build import build_one
+
+        build_one(name, tiny_models_dir())  # returns at once when built and current
+    return prefix + str(tiny_models_dir() / name)
 
 
 def list_presets(directory: Path | None = None) -> list[str]:

@@ -42,3 +42,15 @@ def test_bad_override_syntax():
         load_config(overrides=["novalue"])
     with pytest.raises(ConfigError):
         load_config(overrides=["progress.x=1"])
+
+
+def test_tiny_refs_resolve_and_build_on_demand(tmp_path, monkeypatch):
+    from orig_local.presets import load_preset, resolve_model_path
+
+    monkeypatch.setenv("ORIG_TINY_DIR", str(tmp_path))
+    assert resolve_model_path("Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert resolve_model_path("tiny:clip") == str(tmp_path / "clip")
+    assert not (tmp_path / "clip").exists()  # resolving alone builds nothing
+    spec = load_preset("tiny-clip").open_clip.model_name
+    assert resolve_model_path(spec, build=True) == f"local-dir:{tmp_path / 'clip'}"
+    assert (tmp_path / "clip" / ".complete").exists()

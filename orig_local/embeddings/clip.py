@@ -74,7 +74,7 @@ class OpenClipEmbedder:
             from orig_local.cache import DiskCache
 
             cache = DiskCache(Path(cache_dir) / "embeddings.sqlite", namespace=f"clip:{preset.name}")
-        return cls(resolve_model_path(preset.open_clip.model_name), preset.open_clip.pretrained,
+        return cls(resolve_model_path(preset.open_clip.model_name, build=True), preset.open_clip.pretrained,
                    device=config.device, batch_size=config.batch_size, cache=cache)
 
     @property

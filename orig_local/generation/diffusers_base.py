@@ -111,10 +111,7 @@ class DiffusersGenerator:
             raise ImportError(f"diffusers {diffusers.__version__} has no {self.pipeline_class} "
                               f"(needed by {self.name}); upgrade: pip install -U diffusers")
         dtype = pick_dtype(self.config.dtype, self.device, self.preset.dtype)
-        path = self.preset.path
-        if self.preset.is_tiny and not os.path.isdir(path):
-            raise ConfigError(f"tiny model for preset {self.name!r} is not built at {path}; "
-                              "run: python scripts/make_tiny_models.py")
+        path = self.preset.ensure_path()  # a missing tiny model is built here (seconds)
         log.info("loading %s (%s) from %s as %s on %s", self.name, self.pipeline_class, path, dtype, self.device)
         start = time.perf_counter()
         pipe = cls.from_pretrained(path, **{_dtype_kwarg(): dtype})
