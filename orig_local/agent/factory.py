@@ -47,7 +47,7 @@ def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup
     if generator is None and config.generator.preset:
         from orig_local.generation import make_generator
 
-        generator = make_generator(config.generator)
+        generator = make_generator(config.generator, progress=config.progress)
     return Agent(chat=chat, retriever=retriever, config=acfg, generator=generator or None,
                  dedup=dedup or None, prompts=config.prompts_dir)
 

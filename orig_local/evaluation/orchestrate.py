@@ -51,7 +51,7 @@ def build_generator(config):
         raise ValueError("no generator preset: pass --generator <preset> or set generator.preset")
     from orig_local.generation import make_generator
 
-    return make_generator(config.generator)
+    return make_generator(config.generator, progress=config.progress)
 
 
 def build_judge(config):

@@ -113,6 +113,11 @@ class DiffusersGenerator:
         dtype = pick_dtype(self.config.dtype, self.device, self.preset.dtype)
         path = self.preset.ensure_path()  # a missing tiny model is built here (seconds)
         log.info("loading %s (%s) from %s as %s on %s", self.name, self.pipeline_class, path, dtype, self.device)
+        if not self.progress:
+            # from_pretrained's own loading bars (diffusers components, transformers weights)
+            # ignore the pipeline's progress config; progress=False must silence them too.
+            diffusers.utils.logging.disable_progress_bar()
+            require("transformers", "gen").utils.logging.disable_progress_bar()
         start = time.perf_counter()
         pipe = cls.from_pretrained(path, **{_dtype_kwarg(): dtype})
         self._place(pipe)
