@@ -60,6 +60,6 @@ def test_cli_generate_direct_and_enhanced(tmp_path, capsys):
 def test_report_links_only_web_and_corpus_urls():
     from orig_local.agent.output import safe_url
 
-    assert safe_url("https://example.org/a") == "https://example.org/a"
+    assert safe_url("https://example.invalid/a") == "https://example.invalid/a"
     assert safe_url("corpus://doc/x") == "corpus://doc/x"
     assert safe_url("javascript:alert(1)") == "#" and safe_url(None) == "#"

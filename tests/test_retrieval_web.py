@@ -256,11 +256,11 @@ def test_text_is_capped_at_a_paragraph_break():
 async def test_normal_image_is_verified_decoded_hashed(server, fetcher):
     import hashlib
 
-    img = await fetcher.fetch(server.url("/img.png"), page_url="http://example.org/page")
+    img = await fetcher.fetch(server.url("/img.png"), page_url="http://example.invalid/page")
     assert isinstance(img, FetchedImage), img
     assert img.image.mode == "RGB" and (img.width, img.height) == (320, 240) == img.image.size
     assert img.sha256 == hashlib.sha256(image_bytes(320, 240, pattern=1)).hexdigest()
-    assert img.page_url == "http://example.org/page" and 0 <= img.dhash < 2**64
+    assert img.page_url == "http://example.invalid/page" and 0 <= img.dhash < 2**64
 
 
 async def test_large_image_is_downscaled_and_exif_transposed(server, fetcher):

@@ -185,13 +185,7 @@ def figure_classes(runs, path: Path, n_boot: int, ci: float, seed: int) -> Path 
     ax.set_xticks(x, [CLASS_ABBREV.get(c, c) for c in cols])
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=8, frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save_figure(fig, ax, path)
 
 
 def figure_backbone_scale(runs, path: Path, n_boot: int, ci: float, seed: int) -> Path | None:
@@ -223,6 +217,13 @@ def figure_backbone_scale(runs, path: Path, n_boot: int, ci: float, seed: int) -
     ax.minorticks_off()
     ax.set_xlabel("backbone size")
     ax.set_ylabel("All accuracy (%)")
+    return _save_figure(fig, ax, path)
+
+
+def _save_figure(fig, ax, path: Path) -> Path:
+    """The finishing touches both figures share: legend, no top/right frame, saved, closed."""
+    import matplotlib.pyplot as plt
+
     ax.legend(fontsize=8, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
