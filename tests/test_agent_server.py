@@ -14,19 +14,11 @@ from orig_local.agent.config import AgentConfig
 pytestmark = pytest.mark.timeout(240)
 
 
-@pytest.fixture
-def server(request):
-    try:
-        return request.getfixturevalue("tiny_qwen_server")
-    except pytest.FixtureLookupError:
-        pytest.skip("the tiny_qwen_server fixture (chat layer) is not available")
-
-
-async def test_noise_backbone_over_http_terminates_with_errors_recorded(server):
+async def test_noise_backbone_over_http_terminates_with_errors_recorded(tiny_qwen_server):
     from orig_local.llm import make_chat_model
 
     # structured_mode="prompt" (the handle's default): transformers serve has no guided decoding
-    chat = make_chat_model(server.chat_config(max_tokens=24, schema_retries=1))
+    chat = make_chat_model(tiny_qwen_server.chat_config(max_tokens=24, schema_retries=1))
     agent = Agent(chat, corpus(), AgentConfig(max_rounds=2, max_references=1))
     try:
         res = await agent.run(PROMPT)

@@ -141,16 +141,8 @@ async def test_judge_calls_are_cached(images, tmp_path):
 # --------------------------------------------------------------------------- end to end, real server
 
 
-@pytest.fixture
-def judge_server(request):
-    try:
-        return request.getfixturevalue("tiny_judge_server")
-    except pytest.FixtureLookupError:
-        pytest.skip("tiny_judge_server fixture not available yet")
-
-
 @pytest.mark.timeout(600)
-def test_judge_end_to_end_through_openai_server_with_tiny_judge(judge_server, tmp_path, images):
+def test_judge_end_to_end_through_openai_server_with_tiny_judge(tiny_judge_server, tmp_path, images):
     """Real HTTP server, real tiny VLM: red -> true, blue -> false, incl. an "image" question."""
     from orig_local.evaluation.judge import Judge
     from orig_local.evaluation.runner import run_generate_phase, run_judge_phase, run_agent_phase
@@ -178,7 +170,7 @@ def test_judge_end_to_end_through_openai_server_with_tiny_judge(judge_server, tm
     run_generate_phase(items, run, FakeGenerator(), progress=False)  # "... red" -> red image
     # concurrency 1: `transformers serve` batches concurrent requests, and padding changes the
     # tiny model's answers; a real judge on vLLM is run with the default concurrency.
-    chat = make_chat_model(judge_server.chat_config(max_tokens=4, concurrency=1), cache_dir=tmp_path / "cache")
+    chat = make_chat_model(tiny_judge_server.chat_config(max_tokens=4, concurrency=1), cache_dir=tmp_path / "cache")
     for fmt in ("text", "bool"):
         judge = Judge(chat, answer_format=fmt, name=f"tiny-{fmt}")
         run_judge_phase(items, run, judge, judge_name=fmt, progress=False, close=fmt == "bool")
