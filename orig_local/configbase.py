@@ -12,6 +12,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from orig_local.errors import OrigError
+
 
 class StrictModel(BaseModel):
     """A config section: unknown keys are errors (a typo must never fall back to a default)."""
@@ -19,7 +21,7 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
 
 
-class ConfigError(ValueError):
+class ConfigError(OrigError, ValueError):
     """A config file or override that cannot be applied."""
 
 

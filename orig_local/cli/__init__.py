@@ -71,12 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     level = "WARNING" if args.quiet else args.log_level.upper()
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from orig_local.configbase import ConfigError
+    from orig_local.errors import OrigError
 
     try:
         return int(args._run(args) or 0)
     except ConfigError as exc:
         print(f"orig: config error: {exc}", file=sys.stderr)
         return 2
+    except OrigError as exc:  # user-fixable: one line, no traceback
+        print(f"orig: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover
