@@ -33,6 +33,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--classes", action="append", help="comma-separated classes (sport/sports both work)")
     parser.add_argument("--ids", action="append", help="comma-separated item ids")
     parser.add_argument("--include-others", action="store_true", help="FIG-Eval: keep the 20 'others' prompts")
+    parser.add_argument("--variant", choices=["base", "rewrite"], help="WISE: base prompts (default) or the legacy rewrites")
     parser.add_argument("--label", help="run name in reports (default: the folder name)")
     parser.add_argument("--retry-errors", action="store_true", help="rerun items whose row has an error")
     parser.add_argument("--no-report", action="store_true", help="do not write <out>/report after phase 'all'")
@@ -49,6 +50,8 @@ def apply_flags(config, args):
         ev.classes = _csv_list(args.classes)
     if args.include_others:
         ev.include_others = True
+    if getattr(args, "variant", None):
+        ev.variant = args.variant
     if args.label:
         ev.label = args.label
     if args.judge_name:
@@ -104,7 +107,10 @@ def run(args) -> int:
         shard = parse_shard(args.shard) if args.shard else None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    items = load_benchmark(ev.benchmark, ev.data, classes=ev.classes, include_others=ev.include_others)
+    from orig_local.evaluation.loaders import benchmark_options
+
+    items = load_benchmark(ev.benchmark, ev.data, classes=ev.classes, include_others=ev.include_others,
+                           **benchmark_options(ev))
     items = select_items(items, ids=_csv_list(args.ids), limit=args.limit)
     if not items:
         print("orig eval: no items selected", file=sys.stderr)

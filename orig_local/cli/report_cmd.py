@@ -17,6 +17,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--errors", choices=["exclude", "false"], default="exclude",
                         help="unparseable verdicts: left out of S_i (default) or counted wrong")
     parser.add_argument("--no-gallery", action="store_true")
+    parser.add_argument("--wise-score", choices=["wiscore", "verified", "statement"],
+                        help="WISE runs: WiScore (legacy), WISE_Verified, or our statement accuracy "
+                        "(default: the release's own score among those judged)")
 
 
 def run(args) -> int:
@@ -28,6 +31,11 @@ def run(args) -> int:
                            n_boot=args.bootstrap, ci=args.ci, seed=args.seed, errors=args.errors,
                            gallery=not args.no_gallery)
     print(Path(written["accuracy"]).read_text(encoding="utf-8"))
+    from orig_local.evaluation.wise_score import wise_report
+
+    wise = wise_report(args.runs, args.wise_score, args.judge_name, args.errors, out=Path(written["accuracy"]).parent)
+    if wise:
+        print(wise)
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0

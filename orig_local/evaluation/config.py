@@ -14,6 +14,13 @@ class EvalConfig(StrictModel):
     data: str | None = None  # benchmark folder/file (FIG-Eval: the authors' repo or a flat folder)
     classes: list[str] | None = None  # None -> every class (FIG-Eval: the 10 paper classes)
     include_others: bool = False  # FIG-Eval's 20 "others" prompts are not in the paper's table
+    # WISE: "base" prompts, or the legacy release's "rewrite" files (the same ids, simplified prompts).
+    variant: Literal["base", "rewrite"] = "base"
+    # WISE: what the judge scores per image. "wiscore" = legacy WiScore rubric (consistency,
+    # realism, aesthetics 0-2), "verified" = WISE_Verified's binary score, "statement" = this
+    # project's earlier one-true/false-statement rule. `orig report --wise-score` picks one.
+    wise_judge: list[Literal["wiscore", "verified", "statement"]] = Field(
+        default_factory=lambda: ["wiscore", "verified"], min_length=1)
     seed: int = 0  # generation seed, the same for every prompt and condition
     label: str | None = None  # run name in reports (default: the run folder's name)
 

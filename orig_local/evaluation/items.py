@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orig_local.errors import DataError
+
 Concept = Literal["PF", "CC", "TC"]  # Perceptual Fidelity, Compositional / Temporal Consistency
 Modality = Literal["text", "image"]  # "image" = judged with a reference image beside the output
 
@@ -29,7 +31,7 @@ CLASS_ABBREV = {
 }
 
 
-class BenchmarkFormatError(ValueError):
+class BenchmarkFormatError(DataError):
     """A benchmark file that cannot be read as its documented format (file and item named)."""
 
 
@@ -49,6 +51,9 @@ class Question(_Model):
     # questions have no choices and an expected boolean answer (always True in FIG-Eval).
     choices: list[str] | None = None
     answer: bool | str = True
+    # A benchmark's own rubric judged by its module instead of true/false (WISE: "wise_wiscore",
+    # "wise_verified"; see evaluation/wise_judge.py). None = an ordinary question.
+    rubric: str | None = None
 
     @property
     def is_choice(self) -> bool:

@@ -218,6 +218,10 @@ class Judge:
 
     async def judge_question(self, question: Question, image: Any, reference_text: str = "") -> Verdict:
         """Judge one question about ``image`` (PIL image or path)."""
+        if question.rubric:  # a benchmark's own rubric (WISE's judges): its module decides
+            from orig_local.evaluation.wise_judge import judge_rubric
+
+            return await judge_rubric(self, question, image, reference_text)
         verdict = Verdict(qid=question.id, answer=None, expected=question.answer,
                           concept=question.concept, modality=question.modality)
         has_reference = question.modality == "image"

@@ -41,7 +41,9 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
             item_errors += 1
             continue
         ps = prompt_score(row["id"], row["category"],
-                          [(v.get("concept"), v.get("correct")) for v in row.get("verdicts", [])], errors=errors)
+                          [(v.get("concept"), v.get("correct")) for v in row.get("verdicts", [])
+                           if v.get("correct") is not None or v.get("error")],  # graded rubrics (WiScore) aside
+                          errors=errors)
         question_errors += ps.errors
         if ps.total:
             prompts.append(ps)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 from orig_local._lazy import resolve
+from orig_local.errors import UsageError
 
 # name -> "module:function"; a new benchmark is a new file plus one line here.
 LOADERS = {
@@ -16,11 +18,43 @@ LOADERS = {
 
 
 def load_benchmark(name: str, path: str | Path, classes: list[str] | None = None,
-                   include_others: bool = False):
+                   include_others: bool = False, **options):
     """Load benchmark ``name`` from ``path`` into a list of :class:`BenchmarkItem`.
 
     ``classes`` keeps only those classes. For FIG-Eval the 20 ``others`` prompts are
     excluded from the 10-class table unless listed in ``classes`` or ``include_others``.
+    ``options`` are loader-specific (WISE: ``variant="rewrite"``, ``protocols=[...]``); an
+    option the loader does not know is an error, not ignored.
     """
     loader = resolve("benchmark", LOADERS, name)
-    return loader(path, classes=classes, include_others=include_others)
+    _check_options(name, loader, options)
+    return loader(path, classes=classes, include_others=include_others, **options)
+
+
+def _check_options(name: str, loader, options: dict) -> None:
+    known = inspect.signature(loader).parameters
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise UsageError(f"benchmark {name!r} takes no option {', '.join(unknown)}")
+
+
+def benchmark_options(eval_config) -> dict:
+    """Loader options from the ``eval:`` config section: only what the chosen benchmark uses,
+    and an error for a setting that would silently do nothing (``--variant rewrite`` on FIG-Eval)."""
+    name = eval_config.benchmark
+    variant = getattr(eval_config, "variant", "base")
+    if name == "wise":
+        return {"variant": variant, "protocols": list(getattr(eval_config, "wise_judge", None) or ["wiscore", "verified"])}
+    if variant != "base":
+        raise UsageError(f"--variant {variant} applies to WISE only, not to benchmark {name!r}")
+    return {}
+
+
+def benchmark_source(name: str, path: str | Path, **options) -> dict | None:
+    """What data a load reads, for binding a run folder to it: the loader's own description
+    (WISE: release, variant, sha256 per file; I-HallA: sha256 per file) or None when the
+    loader has no ``source`` function."""
+    loader = resolve("benchmark", LOADERS, name)
+    module = inspect.getmodule(loader)
+    describe = getattr(module, "source", None)
+    return describe(path, **options) if describe else None

@@ -39,7 +39,9 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, jud
                 if g.get("error") or not g.get("image"):
                     raise RuntimeError(f"no image: {g.get('error') or 'generate row has no image'}")
                 verdicts = await judge.judge_item(item, run_dir / g["image"])
-                ps = prompt_score(item.id, item.category, [(v.concept, v.correct) for v in verdicts])
+                # A graded rubric verdict (WISE's WiScore) has no right/wrong: left out of S_i.
+                ps = prompt_score(item.id, item.category, [(v.concept, v.correct) for v in verdicts
+                                                           if v.correct is not None or v.error])
                 rows = [{**v.to_row(), "text": q.text, "reference_image": q.reference_image}
                         for v, q in zip(verdicts, item.questions)]
                 row.update(verdicts=rows, score=ps.s if ps.total else None,

@@ -1,0 +1,220 @@
+"""WISE scores as their authors compute them, from a run's judge rows.
+
+* ``wiscore`` - **WiScore** (legacy WISE, GPT-4o judge): per image (0.7·consistency +
+  0.2·realism + 0.1·aesthetic quality) / 2 from three 0-2 grades; a category is the mean over
+  its prompts; Overall = 0.4·Cultural + 0.167·Time + 0.133·Space + 0.1·Biology + 0.1·Physics +
+  0.1·Chemistry (WISE_legacy/README.md; ``wise_culture.py`` / ``wise_science.py`` divide by 2,
+  ``wise_space-time.py`` divides the category mean by 2 - the same number).
+* ``verified`` - **WISE_Verified** score: a binary 0/1 per image; category means; Overall =
+  0.40·Culture + 0.12·(Time + Space + Biology + Physics + Chemistry) (README and leadboard.md
+  of the Verified release; its BAGEL (w/ CoT) row gives 0.628).
+* ``statement`` - **statement accuracy (ours)**: this project's earlier simplification, one
+  true/false statement per prompt, categories averaged unweighted. Not a WISE number.
+
+Failures never look like scores: an item whose judge failed (or that has no image) is
+counted in ``errors`` and either left out (``errors="exclude"``) or scored 0
+(``errors="false"``); Overall needs all six categories and the table says how many items
+were scored. The authors' calculators refuse an incomplete result file outright.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Literal, Sequence
+
+from orig_local.errors import DataError
+from orig_local.evaluation.loaders.wise import CATEGORIES
+from orig_local.evaluation.wise_judge import wiscore
+
+Score = Literal["wiscore", "verified", "statement"]
+SCORES: tuple[str, ...] = ("wiscore", "verified", "statement")
+NAMES = {"wiscore": "WiScore", "verified": "WISE_Verified", "statement": "statement accuracy (ours)"}
+COLUMNS = {"cultural": "Cultural", "time": "Time", "space": "Space", "biology": "Biology",
+           "physics": "Physics", "chemistry": "Chemistry"}
+WEIGHTS: dict[str, dict[str, float] | None] = {
+    # WISE_legacy README: "Overall WiScore = 0.4*Cultural + 0.167*Time + 0.133*Space + 0.1*Biology
+    # + 0.1*Physics + 0.1*Chemistry" (the share of each category among the 1,000 prompts).
+    "wiscore": {"cultural": 0.4, "time": 0.167, "space": 0.133, "biology": 0.1, "physics": 0.1, "chemistry": 0.1},
+    # WISE_Verified README / calculate_verified.py: 0.40 culture, 0.12 for each other category.
+    "verified": {"cultural": 0.40, "time": 0.12, "space": 0.12, "biology": 0.12, "physics": 0.12, "chemistry": 0.12},
+    "statement": None,  # ours: unweighted mean of the six categories
+}
+
+
+@dataclass
+class WiseSummary:
+    """One run's WISE score: per-category means, Overall, and what was (not) scored."""
+
+    score: str
+    categories: dict[str, float]
+    scored: dict[str, int]
+    items: int = 0  # judge rows seen
+    errors: int = 0  # items whose score could not be read (judge error, no image, not judged)
+    error_ids: list[str] = field(default_factory=list)
+    overall: float = math.nan
+
+    @property
+    def name(self) -> str:
+        return NAMES[self.score]
+
+    @property
+    def complete(self) -> bool:
+        return self.errors == 0 and not math.isnan(self.overall)
+
+
+def item_value(row: dict, score: str) -> float | None:
+    """The item's value under ``score`` (0..1), or None when it failed or was not judged so."""
+    if row.get("error"):
+        return None
+    verdicts = {v.get("qid"): v for v in row.get("verdicts", [])}
+    v = verdicts.get(score)
+    if v is None or v.get("error"):
+        return None
+    answer = v.get("answer")
+    if score == "wiscore":
+        if not isinstance(answer, dict) or any(k not in answer for k in ("consistency", "realism", "aesthetic_quality")):
+            return None
+        return wiscore(answer["consistency"], answer["realism"], answer["aesthetic_quality"])
+    if score == "verified":
+        return float(answer["score"]) if isinstance(answer, dict) and answer.get("score") in (0, 1) else None
+    return None if v.get("correct") is None else float(bool(v["correct"]))
+
+
+def overall(categories: dict[str, float], score: str) -> float:
+    """Overall from category means: WISE's weights (``wiscore``/``verified``) or the unweighted
+    mean (``statement``). NaN unless all six categories have a value."""
+    values = [categories.get(c, math.nan) for c in CATEGORIES]
+    if any(math.isnan(v) for v in values):
+        return math.nan
+    weights = WEIGHTS[score]
+    if weights is None:
+        return sum(values) / len(values)
+    return sum(weights[c] * categories[c] for c in CATEGORIES)
+
+
+def summarize(rows: Iterable[dict], score: str, errors: str = "exclude") -> WiseSummary:
+    """Score judge rows (``{"id", "category", "verdicts", "error"}``) under ``score``."""
+    if score not in SCORES:
+        raise DataError(f"unknown WISE score {score!r}; choose {', '.join(SCORES)}")
+    sums = {c: 0.0 for c in CATEGORIES}
+    counts = {c: 0 for c in CATEGORIES}
+    out = WiseSummary(score, {}, counts)
+    for row in rows:
+        out.items += 1
+        cat = row.get("category")
+        if cat not in sums:
+            raise DataError(f"judge row {row.get('id')} has category {cat!r}, not a WISE category "
+                            f"({', '.join(CATEGORIES)}): judged with an older loader? rerun the judge phase")
+        value = item_value(row, score)
+        if value is None:
+            out.errors += 1
+            out.error_ids.append(str(row.get("id")))
+            if errors != "false":
+                continue
+            value = 0.0
+        sums[cat] += value
+        counts[cat] += 1
+    out.categories = {c: (sums[c] / counts[c] if counts[c] else math.nan) for c in CATEGORIES}
+    out.overall = overall(out.categories, score)
+    return out
+
+
+def judged_scores(rows: Iterable[dict]) -> list[str]:
+    """Which of the scores the judge produced in these rows (by verdict id)."""
+    qids = {v.get("qid") for r in rows for v in r.get("verdicts", [])}
+    return [s for s in SCORES if s in qids]
+
+
+def _release(meta: dict) -> str | None:
+    """The WISE release recorded in run.json, wherever the run folder stores it."""
+    stack = [meta]
+    while stack:
+        d = stack.pop()
+        if d.get("loader") == "wise" and d.get("release"):
+            return d["release"]
+        stack += [v for v in d.values() if isinstance(v, dict)]
+    return meta.get("release")
+
+
+def is_wise_run(run_dir: str | Path, judge_name: str | None = None) -> bool:
+    from orig_local.evaluation.rundir import read_meta, read_phase
+
+    meta = read_meta(Path(run_dir))
+    if meta.get("benchmark"):
+        return meta["benchmark"] == "wise"
+    rows = read_phase(Path(run_dir), "judge", judge_name)
+    return bool(rows) and all(str(i).startswith("wise_") for i in rows)
+
+
+def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str | None = None,
+                errors: str = "exclude") -> WiseSummary:
+    """One run's WISE score. ``score=None``: the release's own (Verified -> ``verified``,
+    legacy -> ``wiscore``) when judged, else the first judged of verified, wiscore, statement."""
+    from orig_local.evaluation.rundir import read_meta, read_phase
+
+    rows = list(read_phase(Path(run_dir), "judge", judge_name).values())
+    judged = judged_scores(rows)
+    if score is None:
+        own = {"verified": "verified", "legacy": "wiscore"}.get(_release(read_meta(Path(run_dir))) or "")
+        order = ([own] if own else []) + ["verified", "wiscore", "statement"]
+        score = next((s for s in order if s in judged), "verified")
+    elif rows and score not in judged:
+        raise DataError(f"{run_dir}: no {NAMES[score]} verdicts (judged: {', '.join(judged) or 'none'}); "
+                        f"judge with eval.wise_judge including {score!r} (--set eval.wise_judge=[{score}] "
+                        "--phase judge --retry-errors into a new --judge-name)")
+    return summarize(rows, score, errors)
+
+
+def _cell(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x:.4f}"
+
+
+def format_table(summaries: Sequence[tuple[str, WiseSummary]]) -> str:
+    """Markdown: one row per run, the six categories, Overall, scored/total and errors."""
+    head = ["Run", "Score", *COLUMNS.values(), "Overall", "Scored", "Errors"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes = []
+    for label, s in summaries:
+        scored = sum(s.scored.values())
+        lines.append("| " + " | ".join([label, s.name, *(_cell(s.categories[c]) for c in COLUMNS),
+                                         _cell(s.overall), f"{scored}/{s.items}", str(s.errors)]) + " |")
+        if s.errors:
+            notes.append(f"- `{label}`: INCOMPLETE - {s.errors} of {s.items} item(s) have no {s.name} "
+                         f"(judge error, no image or not judged): {', '.join(s.error_ids[:10])}"
+                         f"{' ...' if len(s.error_ids) > 10 else ''}")
+        if math.isnan(s.overall):
+            notes.append(f"- `{label}`: no Overall - WISE's Overall needs all six categories")
+    formulas = []
+    for score in dict.fromkeys(s.score for _, s in summaries):
+        weights = WEIGHTS[score]
+        formula = (" + ".join(f"{w:g}·{COLUMNS[c]}" for c, w in weights.items()) if weights
+                   else "unweighted mean of the six categories (not a WISE score)")
+        formulas.append(f"{NAMES[score]} Overall = {formula}.")
+    return "\n".join(lines + [""] + formulas + ([""] + notes if notes else [])) + "\n"
+
+
+def wise_report(run_dirs: Sequence[str | Path], score: str | None = None, judge_name: str | None = None,
+                errors: str = "exclude", out: str | Path | None = None) -> str | None:
+    """The WISE table for the WISE runs among ``run_dirs`` (None when there are none); also
+    written to ``out/wise.md`` when ``out`` is given. ``judge_name`` may list several judges
+    ("default,qwen7b") like ``orig report``."""
+    from orig_local.evaluation.rundir import run_label
+
+    names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
+    summaries = []
+    for d in run_dirs:
+        for name in names:
+            if is_wise_run(d, name):
+                label = run_label(Path(d)) + (f" [{name or 'default'}]" if len(names) > 1 else "")
+                summaries.append((label, run_summary(d, score, name, errors)))
+    if not summaries:
+        if score is not None:
+            raise DataError("--wise-score: none of these runs is a WISE run")
+        return None
+    text = "## WISE\n\n" + format_table(summaries)
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "wise.md").write_text(text, encoding="utf-8")
+    return text
