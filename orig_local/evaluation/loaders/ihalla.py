@@ -135,9 +135,9 @@ def _index(value) -> str:
     return str(int(float(value))) if not isinstance(value, str) else value.strip()
 
 
-def _sheet_rows(path: Path, sheet: str | None) -> list[tuple]:
-    """Data rows of ``sheet`` (default ``Sheet1``, else the first sheet; by name, any case),
-    without the header row and without empty rows."""
+def _sheet_rows(path: Path, sheet: str | None) -> list[tuple[int, tuple]]:
+    """(spreadsheet row number, values) of ``sheet``'s data rows (default ``Sheet1``, else the
+    first sheet; by name, any case), without the header row and without empty rows."""
     wb = _workbook(path)
     try:
         names = {n.lower(): n for n in wb.sheetnames}
@@ -147,10 +147,11 @@ def _sheet_rows(path: Path, sheet: str | None) -> list[tuple]:
             ws = wb[names[sheet.lower()]]
         else:
             raise BenchmarkFormatError(f"{path}: no sheet {sheet!r} (sheets: {', '.join(wb.sheetnames)})")
-        rows = [r for r in ws.iter_rows(values_only=True) if any(c not in (None, "") for c in r)]
+        rows = [(n, r) for n, r in enumerate(ws.iter_rows(values_only=True), 1)
+                if any(c not in (None, "") for c in r)]
     finally:
         wb.close()
-    if rows and not _is_index(rows[0][0] if rows[0] else None):
+    if rows and not _is_index(rows[0][1][0] if rows[0][1] else None):
         rows = rows[1:]  # the header row pandas wrote (data_index, cois, question, choices, answer)
     return rows
 
@@ -175,7 +176,7 @@ def _captions(folder: Path, domain: str) -> dict[str, str]:
         raise BenchmarkFormatError(f"{path} not found: the I-HallA prompts come from captions.xlsx "
                                    "(one sheet per domain: index, caption)")
     out = {}
-    for r in _sheet_rows(path, domain):
+    for _, r in _sheet_rows(path, domain):
         if len(r) < 2 or r[1] in (None, ""):
             continue
         out[_index(r[0])] = str(r[1]).strip()
@@ -188,13 +189,13 @@ def _load_xlsx(path: Path, wanted: set[str] | None, none_option: bool) -> list[B
     for domain, qa in files.items():
         if wanted is not None and domain not in wanted:
             continue
-        captions = _captions(folder, domain)
         grouped: dict[str, list[tuple]] = {}
-        for n, r in enumerate(_sheet_rows(qa, None), 2):
+        for n, r in _sheet_rows(qa, None):
             r = tuple(r) + (None,) * max(0, 5 - len(r))
             if not _is_index(r[0]):
                 raise BenchmarkFormatError(f"{qa.name} row {n}: index {r[0]!r} is not a number")
             grouped.setdefault(_index(r[0]), []).append((n, *r[:5]))
+        captions = _captions(folder, domain)
         for idx, rows in grouped.items():
             if idx not in captions:
                 raise BenchmarkFormatError(f"{qa.name}: prompt {idx} has no caption in {CAPTIONS} sheet {domain!r}")
