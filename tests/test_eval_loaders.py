@@ -155,13 +155,14 @@ def test_wise_and_ihalla(tmp_path):
              "Category": "Cultural knowledge", "Subcategory": "Plants"}]
     (tmp_path / "wise.json").write_text(json.dumps(wise))
     (w,) = load_benchmark("wise", tmp_path / "wise.json")
-    assert w.id == "wise_1" and len(w.questions) == 1 and "peony" in w.questions[0].text
+    assert w.id == "wise_1" and w.category == "cultural" and w.reference_text == "A peony."
+    assert [q.id for q in w.questions] == ["wiscore", "verified"]  # WISE's two judges (tests/test_eval_wise*.py)
     ih = [{"id": 3, "prompt": "Newton under a tree", "category": "science",
            "questions": [{"question": "What falls?", "choices": ["apple", "pear"], "answer": "apple"},
                          {"question": "Who?", "choices": ["Newton", "Kepler"], "answer": 1}]}]
     (tmp_path / "ih.json").write_text(json.dumps(ih))
     (h,) = load_benchmark("ihalla", tmp_path / "ih.json")
-    assert [q.answer for q in h.questions] == ["A", "B"] and h.questions[0].choices == ["apple", "pear"]
+    assert [q.answer for q in h.questions] == ["A", "B"] and h.questions[0].choices == ["apple", "pear", "None of the above"]
 
 
 def test_unknown_benchmark_name():
