@@ -26,6 +26,7 @@ def test_legacy_folder_loads_the_1000_base_prompts_once(repo, where):
     items = load_benchmark("wise", repo / where)
     assert len(items) == 1000 and len({i.id for i in items}) == 1000
     assert Counter(i.category for i in items) == LEGACY_COUNTS
+    assert not any(i.issues for i in items)  # Category agrees with the authors' id ranges
     by_id = {i.id: i for i in items}
     assert by_id["wise_1"].prompt.startswith("legacy prompt 1:")  # base files, not the rewrites
     assert by_id["wise_1"].subcategory and by_id["wise_1"].reference_text.startswith("The model should")
@@ -40,6 +41,7 @@ def test_verified_folder_or_repo_root_reads_merge_json_never_twice(repo, where):
     items = load_benchmark("wise", repo / where if where else repo)
     assert len(items) == 1000 and len({i.id for i in items}) == 1000
     assert Counter(i.category for i in items) == VERIFIED_COUNTS
+    assert not any(i.issues for i in items)
     assert {i.id: i for i in items}["wise_1"].prompt.startswith("verified prompt 1:")
     src = benchmark_source("wise", repo / where if where else repo)
     assert src["release"] == "verified" and "merge.json" not in src["files"] and len(src["files"]) == 3
@@ -172,3 +174,14 @@ def test_cli_variant_option_reaches_the_loader(repo, tmp_path):
     assert rc == 0
     agent = read_phase(out, "agent")
     assert len(agent) == 100 and all(r["final_prompt"].startswith("rewritten") for r in agent.values())
+
+
+def test_category_against_the_authors_id_ranges(tmp_path):
+    data = rows("verified")
+    data[800]["Category"] = "Biology"  # prompt_id 801 is physics by Verified's id ranges (761-880)
+    del data[0]["Category"]  # no Category: the id range decides
+    (tmp_path / "natural_science_verified.json").write_text(json.dumps(data))
+    items = {i.id: i for i in load_benchmark("wise", tmp_path / "natural_science_verified.json")}
+    assert items["wise_801"].category == "biology" and "count prompt_id 801 as physics" in items["wise_801"].issues[0]
+    assert items["wise_1"].category == "cultural" and not items["wise_1"].issues
+    assert sum(bool(i.issues) for i in items.values()) == 1

@@ -249,8 +249,13 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
                 raise BenchmarkFormatError(f"{f}: prompt_id {pid} has no Category and no official id range")
         if wanted is not None and category not in wanted:
             continue
+        issues = []
+        by_id = _category_by_id(int(pid), src.release, row.get("Subcategory")) if pid.isdigit() else None
+        if by_id is not None and by_id != category:  # the authors' calculators go by id range
+            issues.append(f"Category {raw_cat!r} but WISE's {src.release} scripts count prompt_id {pid} as {by_id}")
         items.append(BenchmarkItem(
             id=f"wise_{pid}", prompt=str(prompt), category=category, subcategory=row.get("Subcategory"),
             questions=_questions(str(prompt), str(expl).strip(), protocols), reference_text=str(expl),
+            issues=issues,
         ))
     return items
