@@ -205,3 +205,12 @@ def test_report_marks_a_subset_and_failures(repo, tmp_path):
     first.update(error="judge down", verdicts=[])
     (run / "judge.jsonl").write_text("\n".join([json.dumps(first)] + rows[1:]) + "\n")
     assert "INCOMPLETE - 1 of" in wise_report([run], "verified")
+
+
+def test_default_score_is_the_releases_own(repo, tmp_path):
+    run, _ = _run(repo, tmp_path)
+    assert run_summary(run).score == "verified"  # both judged, no release recorded
+    meta = json.loads((run / "run.json").read_text())
+    meta["data_source"] = {"loader": "wise", "release": "legacy", "variant": "base"}
+    (run / "run.json").write_text(json.dumps(meta))
+    assert run_summary(run).score == "wiscore"
