@@ -112,7 +112,9 @@ def fetch_config(**kw) -> FetchConfig:
 @pytest.fixture
 async def reader():
     session = HttpSession(fetch_config())
-    yield WebPageReader(ReaderConfig(timeout_s=TIMEOUT, max_bytes=1_000_000, min_chars=150), session)
+    r = WebPageReader(ReaderConfig(timeout_s=TIMEOUT, max_bytes=1_000_000, min_chars=150), session)
+    yield r
+    await r.aclose()
     await session.aclose()
 
 
