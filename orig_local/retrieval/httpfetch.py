@@ -295,7 +295,7 @@ class HttpSession:
                         del body[cap:]
                         return self._raw(url, final_url, response, media, charset, body)
                     return FetchFailure(url=url, kind="too_large", detail=f"body exceeds cap {max_bytes} once decoded")
-                if since_yield >= 1_000_000:  # long decodes give the event loop a turn
+                if since_yield >= 256_000:  # long decodes give the event loop a turn
                     since_yield = 0
                     await asyncio.sleep(0)
         for piece in decoder.flush():

@@ -22,9 +22,10 @@ import asyncio
 import codecs
 import html as htmllib
 import logging
-import multiprocessing
 import os
+import pickle
 import re
+import threading
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -211,32 +212,47 @@ def parse_response(raw: RawResponse, config: ReaderConfig) -> Page | FetchFailur
 
 # --------------------------------------------------------------------------- parse workers
 
-def _worker_main(conn) -> None:
-    """Loop of one parse worker: (raw, config) in, Page | FetchFailure out, until EOF."""
-    while True:
-        try:
-            raw, config = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            result = parse_response(raw, config)
-        except MemoryError:
-            result = FetchFailure(url=raw.url, kind="too_large", detail="out of memory while parsing")
-        conn.send(result)
-
-
 class _Worker:
-    def __init__(self, ctx):
-        parent, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child,), daemon=True, name="orig-parse")
-        self.process.start()
-        child.close()
-        self.conn = parent
+    """One ``parse_worker`` process. Talks through pipes with blocking calls, which
+    :class:`ParseWorkers` makes from threads under a deadline."""
+
+    def __init__(self):
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        from orig_local.retrieval import parse_worker
+
+        env = dict(os.environ)
+        root = str(Path(parse_worker.__file__).resolve().parents[2])  # so `-m` finds this copy
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "orig_local.retrieval.parse_worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env, close_fds=True)
+        self.ready = False
+
+    def call(self, raw: RawResponse, config: ReaderConfig) -> Page | FetchFailure:
+        from orig_local.retrieval.parse_worker import read_frame, write_frame
+
+        if not self.ready:
+            if read_frame(self.process.stdout) != "ready":
+                raise EOFError("parse worker did not start")
+            self.ready = True
+        write_frame(self.process.stdin, (raw, config))
+        return read_frame(self.process.stdout)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def kill(self) -> None:
-        self.process.kill()
-        self.process.join(timeout=2)
-        self.conn.close()
+        if self.alive():
+            self.process.kill()
+        self.process.wait(timeout=5)
+        for pipe in (self.process.stdin, self.process.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
 
 
 class ParseTimeout(Exception):
@@ -244,70 +260,80 @@ class ParseTimeout(Exception):
 
 
 class ParseWorkers:
-    """``size`` parse processes, started on demand from a forkserver that has trafilatura
-    preloaded. :meth:`run` waits for a free worker and for its answer until a deadline; a
-    worker past the deadline is killed (its replacement starts on the next demand)."""
+    """Up to ``size`` parse processes (``python -m orig_local.retrieval.parse_worker``),
+    started on demand and reused. :meth:`run` waits for a free worker and for its answer until
+    a deadline; a worker past the deadline is killed and a replacement is started at once, so
+    the next page does not pay its start-up (~0.5 s, mostly importing trafilatura).
+
+    Plain subprocesses rather than ``multiprocessing``: no fork of this threaded process, and no
+    re-import of the user's ``__main__`` script in every worker. Loop-independent (threads and
+    pipes), so one pool can serve several event loops in turn."""
 
     def __init__(self, size: int):
         self.size = max(1, size)
         self._idle: list[_Worker] = []
-        self._all: set[_Worker] = set()
-        self._slots: tuple[Any, asyncio.Semaphore] | None = None
-        self._ctx = None
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._free = threading.BoundedSemaphore(self.size)
 
-    def _context(self):
-        if self._ctx is None:
-            # forkserver: forking this (threaded) process directly is unsafe; spawning costs an
-            # interpreter start per worker. The preload makes each fork cheap. Where forkserver
-            # is missing (macOS/Windows default differs), spawn.
-            if "forkserver" in multiprocessing.get_all_start_methods():
-                self._ctx = multiprocessing.get_context("forkserver")
-                self._ctx.set_forkserver_preload(["orig_local.retrieval.reader", "trafilatura"])
-            else:
-                self._ctx = multiprocessing.get_context("spawn")
-        return self._ctx
+    def _take(self) -> _Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive():
+                    return worker
+                self._all.remove(worker)
+            worker = _Worker()
+            self._all.append(worker)
+            return worker
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._slots is None or self._slots[0] is not loop:  # one Retriever may outlive a loop
-            self._slots = (loop, asyncio.Semaphore(self.size))
-        return self._slots[1]
+    def _give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            if worker in self._all:
+                self._all.remove(worker)
+            if len(self._all) < self.size:  # a warm replacement for the next page
+                replacement = _Worker()
+                self._all.append(replacement)
+                self._idle.append(replacement)
 
     async def run(self, raw: RawResponse, config: ReaderConfig, deadline: float) -> Page | FetchFailure:
-        loop = asyncio.get_running_loop()
-        async with self._semaphore():
-            worker = self._idle.pop() if self._idle else None
-            if worker is None or not worker.process.is_alive():
-                worker = await asyncio.to_thread(_Worker, self._context())
-                self._all.add(worker)
-            ready = loop.create_future()
-            fd = worker.conn.fileno()
-            loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
-            ok = False
+        # a thread-level slot, polled: an asyncio semaphore would tie the pool to one loop, and a
+        # blocking acquire in a thread could not be abandoned at the deadline without leaking it
+        while not self._free.acquire(blocking=False):
+            if time.monotonic() >= deadline:
+                raise ParseTimeout()
+            await asyncio.sleep(0.005)
+        try:
+            worker = await asyncio.to_thread(self._take)
+            task = asyncio.ensure_future(asyncio.to_thread(worker.call, raw, config))
             try:
-                await asyncio.wait_for(asyncio.to_thread(worker.conn.send, (raw, config)),
-                                       max(0.0, deadline - time.monotonic()))
-                await asyncio.wait_for(ready, max(0.0, deadline - time.monotonic()))
-                result = worker.conn.recv()
-                ok = True
+                result = await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
+                # kill first: that ends the blocked read in the thread, then the slot is free
+                await asyncio.to_thread(self._discard, worker)
+                await asyncio.gather(task, return_exceptions=True)
                 raise ParseTimeout() from None
-            except (EOFError, OSError) as exc:  # the worker died (crash, out of memory)
+            except (EOFError, OSError, pickle.UnpicklingError) as exc:  # the worker died
+                await asyncio.to_thread(self._discard, worker)
                 return FetchFailure(url=raw.url, kind="decode_error", detail=f"parser process died: {exc!r}")
-            finally:
-                loop.remove_reader(fd)
-                if ok:
-                    self._idle.append(worker)
-                else:
-                    self._all.discard(worker)
-                    await asyncio.to_thread(worker.kill)
+            except BaseException:  # cancelled by the caller: the worker may still be busy
+                self._discard(worker)
+                raise
+            self._give_back(worker)
             return result
+        finally:
+            self._free.release()
 
     def close(self) -> None:
-        for worker in list(self._all):
+        with self._lock:
+            workers, self._all, self._idle = self._all, [], []
+        for worker in workers:
             worker.kill()
-        self._all.clear()
-        self._idle.clear()
 
 
 class WebPageReader:
@@ -319,13 +345,19 @@ class WebPageReader:
 
     PARSE_GRACE_S = 0.5
 
-    def __init__(self, config: ReaderConfig | None = None, session: HttpSession | None = None):
+    def __init__(self, config: ReaderConfig | None = None, session: HttpSession | None = None,
+                 workers: ParseWorkers | None = None):
+        """``workers``: a parse pool to share (tests share one across readers); by default the
+        reader owns a pool of ``config.parse_workers`` processes, closed by :meth:`aclose`."""
         self.config = config or ReaderConfig()
         self.session = session or HttpSession()
-        workers = self.config.parse_workers
+        self._owns_workers = workers is None
         if workers is None:
-            workers = min(4, os.cpu_count() or 1)
-        self.workers = ParseWorkers(workers) if workers > 0 else None
+            size = self.config.parse_workers
+            if size is None:
+                size = min(4, os.cpu_count() or 1)
+            workers = ParseWorkers(size) if size > 0 else None
+        self.workers = workers
 
     async def read(self, url: str) -> Page | FetchFailure:
         cfg = self.config
@@ -348,5 +380,5 @@ class WebPageReader:
         return parse_response(raw, self.config)
 
     async def aclose(self) -> None:
-        if self.workers is not None:
+        if self.workers is not None and self._owns_workers:
             await asyncio.to_thread(self.workers.close)
