@@ -234,12 +234,17 @@ class _Worker:
     def call(self, raw: RawResponse, config: ReaderConfig) -> Page | FetchFailure:
         from orig_local.retrieval.parse_worker import read_frame, write_frame
 
+        self.wait_ready()
+        write_frame(self.process.stdin, (raw, config))
+        return read_frame(self.process.stdout)
+
+    def wait_ready(self) -> None:
+        from orig_local.retrieval.parse_worker import read_frame
+
         if not self.ready:
             if read_frame(self.process.stdout) != "ready":
                 raise EOFError("parse worker did not start")
             self.ready = True
-        write_frame(self.process.stdin, (raw, config))
-        return read_frame(self.process.stdout)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -275,6 +280,16 @@ class ParseWorkers:
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._free = threading.BoundedSemaphore(self.size)
+
+    def warm(self) -> None:
+        """Start one worker and wait until it is ready (blocking; call from a thread)."""
+        worker = self._take()
+        try:
+            worker.wait_ready()
+        except (EOFError, OSError):
+            self._discard(worker)
+            raise
+        self._give_back(worker)
 
     def _take(self) -> _Worker:
         with self._lock:
