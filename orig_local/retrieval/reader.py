@@ -390,6 +390,11 @@ class WebPageReader:
             return FetchFailure(url=url, kind="timeout",
                                 detail=f"parsing did not finish within the {cfg.timeout_s:g} s deadline")
 
+    @property
+    def extractor(self) -> Extractor:
+        """The in-process extractor that :meth:`parse` uses (first access imports trafilatura)."""
+        return _extractor()
+
     def parse(self, raw: RawResponse) -> Page | FetchFailure:
         """The CPU part in this process; public so benchmarks can time it alone."""
         return parse_response(raw, self.config)
