@@ -243,14 +243,14 @@ class HttpSession:
         for _hop in range(max_redirects + 1):
             refusal = self.guard.check_syntax(current)
             if refusal is not None:
-                return FetchFailure(url=url, kind=refusal[0], detail=f"{refusal[1]} (at {current})")
+                return FetchFailure(url=url, kind=refusal[0], detail=f"{refusal[1]} (at {current})")  # type: ignore[arg-type]
             request = self.client.build_request("GET", current, headers={"Accept": accept})
             host = request.url.raw_host.decode("ascii")
             port = request.url.port or (443 if request.url.scheme == "https" else 80)
             addresses = await self.guard.resolve_host(host, port)
             if isinstance(addresses, tuple):
                 kind, detail = addresses
-                return FetchFailure(url=url, kind=kind, detail=f"{detail} (at {current})")
+                return FetchFailure(url=url, kind=kind, detail=f"{detail} (at {current})")  # type: ignore[arg-type]
             self.backend.pin(host, port, addresses[0])
             async with self.hosts.slot(f"{host}:{port}"):
                 response = await self.client.send(request, stream=True)

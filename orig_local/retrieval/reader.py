@@ -74,19 +74,19 @@ def decode_html(body: bytes, header_charset: str | None) -> str:
     for bom, name in BOMS:
         if body.startswith(bom):
             return _clean(body[len(bom):].decode(name, errors="replace"))
-    candidates = [header_charset]
+    candidates: list[str | None] = [header_charset]
     match = _META_CHARSET.search(body[:4096])
     if match:
         meta = match.group(1).decode("ascii", "ignore").lower()
         # a <meta> we could read as ASCII cannot be UTF-16/32 (the HTML spec reads it as UTF-8)
         candidates.append("utf-8" if meta.startswith(("utf-16", "utf-32")) else meta)
     candidates.append("utf-8")
-    for name in candidates:
-        if not name:
+    for charset in candidates:
+        if not charset:
             continue
         try:
-            codecs.lookup(name)
-            return _clean(body.decode(name))
+            codecs.lookup(charset)
+            return _clean(body.decode(charset))
         except (LookupError, UnicodeDecodeError):
             continue
     return _clean(body.decode("cp1252", errors="replace"))

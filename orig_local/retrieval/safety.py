@@ -125,7 +125,7 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     out: list[IPAddress] = []
     for info in infos:
-        addr = ipaddress.ip_address(info[4][0].split("%", 1)[0])  # drop an IPv6 zone id
+        addr = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])  # drop an IPv6 zone id
         if addr not in out:
             out.append(addr)
     return out
