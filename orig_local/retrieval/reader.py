@@ -138,10 +138,11 @@ class Extractor:
         self.config.set("DEFAULT", "MIN_EXTRACTED_SIZE", "100")
         self.config.set("DEFAULT", "EXTENSIVE_DATE_SEARCH", "off")  # we never use the date
 
-    def __call__(self, html: str, url: str | None) -> str:
+    def __call__(self, html: str, url: str | None, favor: str = "balanced") -> str:
         text = self.trafilatura.extract(
             html, url=url, output_format="markdown", with_metadata=False, include_comments=False,
             include_tables=True, include_links=False, include_images=False, config=self.config,
+            favor_precision=favor == "precision", favor_recall=favor == "recall",
         )
         return _clean(text or "").strip()
 
@@ -155,17 +156,18 @@ def _extractor() -> Extractor:
     return _EXTRACTOR[0]
 
 
-def extract_main_text(html: str | bytes, url: str | None = None,
-                      charset: str | None = None) -> tuple[str, dict[str, Any]]:
+def extract_main_text(html: str | bytes, url: str | None = None, charset: str | None = None,
+                      favor: str = "balanced") -> tuple[str, dict[str, Any]]:
     """Main content of an HTML page as markdown, and its metadata (``{"title": ...}``) apart.
 
     Pure (no network, no state beyond a cached trafilatura config). ``html`` as bytes is
-    decoded like a fetched page (BOM, ``charset``, ``<meta charset>``, UTF-8, cp1252)."""
+    decoded like a fetched page (BOM, ``charset``, ``<meta charset>``, UTF-8, cp1252).
+    ``favor``: trafilatura's ``balanced`` default, or its ``precision`` / ``recall`` mode."""
     if isinstance(html, bytes):
         html = decode_html(html, charset)
     else:
         html = _clean(html)
-    return _extractor()(html, url), {"title": page_title(html)}
+    return _extractor()(html, url, favor), {"title": page_title(html)}
 
 
 def cap_text(text: str, max_chars: int) -> str:
@@ -193,7 +195,7 @@ def parse_response(raw: RawResponse, config: ReaderConfig) -> Page | FetchFailur
         title, text = "", html.strip()
     else:
         try:
-            text, meta = extract_main_text(html, raw.final_url)
+            text, meta = extract_main_text(html, raw.final_url, favor=config.favor)
             title = meta["title"]
         except MemoryError:
             return FetchFailure(url=url, kind="too_large", detail="out of memory while parsing")
