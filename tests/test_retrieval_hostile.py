@@ -395,3 +395,27 @@ async def test_concurrent_decodes_stay_within_the_memory_budget(monkeypatch):
     roomy = ImageDecoder(FetchConfig(decode_memory_mb=100))
     await asyncio.gather(*(roomy.decode(data, f"u{i}") for i in range(4)))
     assert peak > 1 and roomy.in_use == 0 and one_at_a_time.in_use == 0
+
+
+async def test_waiting_for_decode_memory_ends_at_the_deadline():
+    decoder = ImageDecoder(FetchConfig(decode_memory_mb=12))
+    decoder.in_use = 10_000_000  # another decode holds the budget and does not finish
+    data = image_bytes(1000, 1000, pattern=1)
+    result, elapsed = await timed(decoder.decode(data, "u", deadline=time.monotonic() + 0.3))
+    assert isinstance(result, FetchFailure) and result.kind == "timeout", result
+    assert 0.25 < elapsed < 0.3 + SLACK
+
+
+async def test_retriever_close_stops_its_parse_workers(server):
+    from orig_local.retrieval.config import RetrievalConfig
+    from orig_local.retrieval.retriever import Retriever
+
+    config = RetrievalConfig.model_validate({
+        "search": {"chain": ["searxng"], "cache": False}, "reader": {"timeout_s": 5, "min_chars": 100},
+        "fetch": {"allow_loopback": True, "per_host_interval_s": 0}})
+    r = Retriever.from_config(config)
+    page = await r.read_page(server.url("/article"))
+    workers = [w.process for w in r.reader.workers._all]
+    assert isinstance(page, Page) and workers and all(p.poll() is None for p in workers)
+    await r.aclose()
+    assert all(p.poll() is not None for p in workers), "parse worker left running after aclose()"

@@ -142,13 +142,16 @@ class ImageDecoder:
         return self._cond[1]
 
     async def decode(self, data: bytes, url: str, page_url: str | None = None,
-                     content_type: str = "") -> FetchedImage | FetchFailure:
+                     content_type: str = "", deadline: float | None = None) -> FetchedImage | FetchFailure:
+        """``deadline`` (``time.monotonic()``) bounds the wait for budget; default: ``timeout_s``
+        from now. The decode itself is bounded by the pixel cap (under a second at the cap)."""
         plan = decode_plan(data, self.config)
         if isinstance(plan, str):
             return FetchFailure(url=url, kind="bomb", detail=plan)
         need = min(plan[2], self.budget)
         cond = self._condition()
-        deadline = time.monotonic() + self.config.timeout_s
+        if deadline is None:
+            deadline = time.monotonic() + self.config.timeout_s
         async with cond:
             while self.in_use and self.in_use + need > self.budget:
                 left = deadline - time.monotonic()
@@ -237,8 +240,9 @@ class WebImageFetcher:
         return raw.body, ctype
 
     async def fetch(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure:
+        deadline = time.monotonic() + self.config.timeout_s  # download and waiting for decode memory
         got = await self.fetch_bytes(url)
         if isinstance(got, FetchFailure):
             return got
         data, ctype = got
-        return await self.decode(data, url, page_url, ctype)
+        return await self.decoder.decode(data, url, page_url, ctype, deadline=max(deadline, time.monotonic()))
