@@ -293,6 +293,15 @@ class ParseWorkers:
             raise
         self._give_back(worker)
 
+    def _take_idle(self) -> _Worker | None:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive():
+                    return worker
+                self._all.remove(worker)
+        return None
+
     def _take(self) -> _Worker:
         with self._lock:
             while self._idle:
@@ -326,7 +335,7 @@ class ParseWorkers:
                 raise ParseTimeout()
             await asyncio.sleep(0.005)
         try:
-            worker = await asyncio.to_thread(self._take)
+            worker = self._take_idle() or await asyncio.to_thread(self._take)  # a start blocks
             task = asyncio.ensure_future(asyncio.to_thread(worker.call, raw, config))
             try:
                 result = await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - time.monotonic()))
