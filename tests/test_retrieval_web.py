@@ -14,7 +14,7 @@ from orig_local.retrieval.base import FetchedImage, FetchFailure, Page
 from orig_local.retrieval.config import FetchConfig, ReaderConfig
 from orig_local.retrieval.httpfetch import HttpSession
 from orig_local.retrieval.images import WebImageFetcher
-from orig_local.retrieval.reader import WebPageReader
+from orig_local.retrieval.reader import ParseWorkers, WebPageReader
 from orig_local.retrieval.retriever import Retriever
 from orig_local.retrieval.testserver import (LoopbackServer, article_html, bomb_png, image_bytes,
                                              redirect, respond, stall, stream)
@@ -109,10 +109,20 @@ def fetch_config(**kw) -> FetchConfig:
     return FetchConfig(**{**base, **kw})
 
 
+@pytest.fixture(scope="module")
+def parse_pool():
+    """One pool of parse processes for the module (each start imports trafilatura)."""
+    pool = ParseWorkers(2)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-async def reader():
+async def reader(parse_pool):
     session = HttpSession(fetch_config())
-    yield WebPageReader(ReaderConfig(timeout_s=TIMEOUT, max_bytes=1_000_000, min_chars=150), session)
+    r = WebPageReader(ReaderConfig(timeout_s=TIMEOUT, max_bytes=1_000_000, min_chars=150), session, parse_pool)
+    yield r
+    await r.aclose()
     await session.aclose()
 
 
@@ -137,6 +147,9 @@ async def test_normal_article_is_read_to_markdown(server, reader):
     assert page.title == "Veltrane Harbor Lighthouse"
     assert "teal and orange spiral bands" in page.text and "hexagonal lantern room" in page.text
     assert "All rights reserved" not in page.text and "About" not in page.text  # boilerplate gone
+    # main content only: no metadata header (title:/url:/fingerprint: ... between --- lines)
+    assert page.text.startswith("# Veltrane Harbor Lighthouse"), page.text[:200]
+    assert "fingerprint" not in page.text and "\nurl:" not in page.text and "---" not in page.text
     assert page.status == 200 and page.final_url == page.url
     assert elapsed < TIMEOUT
 
@@ -186,10 +199,10 @@ async def test_redirect_to_other_scheme_is_refused(server, reader):
     assert isinstance(result, FetchFailure) and result.kind == "invalid_url", result
 
 
-async def test_loopback_is_blocked_when_not_allowed(server):
+async def test_loopback_is_blocked_when_not_allowed(server, parse_pool):
     session = HttpSession(fetch_config(allow_loopback=False))
     try:
-        result = await WebPageReader(ReaderConfig(timeout_s=TIMEOUT), session).read(server.url("/article"))
+        result = await WebPageReader(ReaderConfig(timeout_s=TIMEOUT), session, parse_pool).read(server.url("/article"))
     finally:
         await session.aclose()
     assert isinstance(result, FetchFailure) and result.kind == "blocked", result
@@ -325,9 +338,9 @@ async def test_duplicates_dropped_per_prompt(server):
         await retriever.aclose()
 
 
-async def test_politeness_spaces_requests_to_one_host(server):
+async def test_politeness_spaces_requests_to_one_host(server, parse_pool):
     session = HttpSession(fetch_config(per_host_interval_s=0.2, per_host_concurrency=1))
-    reader = WebPageReader(ReaderConfig(timeout_s=TIMEOUT), session)
+    reader = WebPageReader(ReaderConfig(timeout_s=TIMEOUT), session, parse_pool)
     try:
         start = time.monotonic()
         for _ in range(3):
@@ -337,7 +350,7 @@ async def test_politeness_spaces_requests_to_one_host(server):
         await session.aclose()
 
 
-async def test_user_agent_is_sent(server):
+async def test_user_agent_is_sent(server, parse_pool):
     seen = {}
 
     def capture(h):
@@ -347,7 +360,7 @@ async def test_user_agent_is_sent(server):
     server.routes["/ua"] = capture
     session = HttpSession(fetch_config(user_agent="orig-test-agent/1.0"))
     try:
-        await WebPageReader(ReaderConfig(timeout_s=TIMEOUT), session).read(server.url("/ua"))
+        await WebPageReader(ReaderConfig(timeout_s=TIMEOUT), session, parse_pool).read(server.url("/ua"))
     finally:
         await session.aclose()
     assert seen["ua"] == "orig-test-agent/1.0"

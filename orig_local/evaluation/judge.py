@@ -68,27 +68,67 @@ class Verdict:
 # --------------------------------------------------------------------------- strict parsing
 
 _STRIP = string.whitespace + string.punctuation.replace("{", "").replace("}", "") + "“”‘’「」"
+# Wrappers a verdict word may sit in, in matching pairs (quotes, code ticks, emphasis).
+_WRAPPERS = {'"': '"', "'": "'", "`": "`", "*": "*", "_": "_", "“": "”", "‘": "’", "「": "」"}
+_FENCE = re.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(?P<body>.*?)\n?```\Z", re.S | re.I)
 
 
 def _normalize(text: str) -> str:
     return text.strip().strip(_STRIP).strip().lower()
 
 
+class DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise DuplicateKey(f"duplicate keys in {keys}")
+    return dict(pairs)
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` that refuses duplicate object keys (``{"answer": true, "answer": false}``
+    would otherwise keep the last). Raises ``ValueError``."""
+    return json.loads(text, object_pairs_hook=_no_duplicates)
+
+
+def _unfence(body: str) -> str:
+    """The inside of one code fence that spans the whole reply (nothing after the closing
+    fence), else the reply unchanged."""
+    m = _FENCE.match(body)
+    return m.group("body").strip() if m else body
+
+
 def parse_verdict(text: str) -> bool | None:
-    """``True``/``False`` if the reply is exactly true or false (case, surrounding whitespace,
-    quotes and punctuation ignored; also a bare JSON ``true`` / ``{"answer": true}``), else
-    None. "False - it is not true" -> None; "The answer is true" -> None."""
-    body = text.strip()
-    if body.startswith("{"):
+    """``True``/``False`` if the reply is one of the documented forms, else None:
+
+    * the word true/false, any case, optionally inside one pair of quotes, code ticks or
+      emphasis marks and followed by one ``.`` or ``!`` (``" TRUE. "``, ``"`true`"``);
+    * JSON ``true``/``false`` or ``{"answer": <bool>}`` with no other and no repeated key;
+    * either of those inside one code fence that ends the reply.
+
+    Everything else is None: "False - it is not true", "The answer is true", ``[true]``,
+    ``{"answer": true, "answer": false}``, a fence followed by more text."""
+    body = _unfence(text.strip())
+    if body.startswith(("{", "[")):
         try:
-            data = json.loads(body)
-        except json.JSONDecodeError:
+            data = strict_json(body)
+        except ValueError:
             return None
         if isinstance(data, dict) and set(data) == {"answer"} and isinstance(data["answer"], bool):
             return data["answer"]
         return None
-    word = _normalize(body)
-    return {"true": True, "false": False}.get(word)
+    if body[-1:] in ".!":
+        body = body[:-1].rstrip()
+    if len(body) >= 2 and _WRAPPERS.get(body[0]) == body[-1]:
+        body = body[1:-1].strip()
+        if len(body) >= 2 and body[0] in "*_" and body[0] == body[-1]:  # **bold** is two marks deep
+            body = body[1:-1].strip()
+        if body[-1:] in ".!":  # `"true."` as well as `"true".`
+            body = body[:-1].rstrip()
+    return {"true": True, "false": False}.get(body.lower())
 
 
 def parse_choice(text: str, letters: str) -> str | None:
@@ -189,7 +229,13 @@ class Judge:
         except ChatError as exc:
             return None, [], exc
         raw = list(reply.invalid_replies) + [reply.text]
-        if schema is not None:
+        if schema is not None and not letters:
+            # the chat layer's structured parse is lenient (last duplicate key wins, text after
+            # a closing fence is dropped); a verdict must also pass the strict parser
+            value = reply.parsed.root if isinstance(reply.parsed, RootModel) else reply.parsed.answer
+            if parse_verdict(reply.text) is not value:
+                value = None
+        elif schema is not None:
             value = reply.parsed.root if isinstance(reply.parsed, RootModel) else reply.parsed.answer
         elif letters:
             value = parse_choice(reply.text, letters)

@@ -129,4 +129,15 @@ class PageReader(Protocol):
 
 @runtime_checkable
 class ImageFetcher(Protocol):
+    """Two halves, so the evidence store can record the downloaded bytes between them:
+    ``fetch_bytes`` (network or disk; ``(bytes, content type)``) and ``decode`` (deterministic:
+    the same bytes always give the same image and hashes). ``fetch`` does both."""
+
+    config: Any  # FetchConfig
+
+    async def fetch_bytes(self, url: str) -> tuple[bytes, str] | FetchFailure: ...
+
+    async def decode(self, data: bytes, url: str, page_url: str | None = None,
+                     content_type: str = "") -> FetchedImage | FetchFailure: ...
+
     async def fetch(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure: ...

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from orig_local.retrieval.base import FetchedImage, FetchFailure, Page
 from orig_local.retrieval.config import FetchConfig
-from orig_local.retrieval.images import decode_image
+from orig_local.retrieval.images import ImageDecoder
 from orig_local.retrieval.store import EvidenceStore
 
 
@@ -24,6 +22,11 @@ class ReplayFetcher:
     def __init__(self, store: EvidenceStore, config: FetchConfig | None = None):
         self.store = store
         self.config = config or FetchConfig()
+        self.decoder = ImageDecoder(self.config)
+
+    async def decode(self, data: bytes, url: str, page_url: str | None = None,
+                     content_type: str = "") -> FetchedImage | FetchFailure:
+        return await self.decoder.decode(data, url, page_url, content_type)
 
     async def fetch_bytes(self, url: str) -> tuple[bytes, str] | FetchFailure:
         return self.store.image_bytes(url)
@@ -32,4 +35,4 @@ class ReplayFetcher:
         got = await self.fetch_bytes(url)
         if isinstance(got, FetchFailure):
             return got
-        return await asyncio.to_thread(decode_image, got[0], url, self.config, page_url, got[1])
+        return await self.decode(got[0], url, page_url, got[1])

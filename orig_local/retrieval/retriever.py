@@ -7,24 +7,25 @@
 
 Nothing here raises for trouble on the web: searches return a :class:`SearchOutcome` with every
 failure listed, reads and fetches return :class:`FetchFailure`. URLs ``corpus://doc/<id>`` and
-``corpus://img/<id>`` (hits of the ``local`` backend) are served from the corpus itself.
+``corpus://img/<id>`` (hits of the ``local`` backend) are served from the corpus by the
+corpus-aware reader and fetcher that :meth:`Retriever.from_config` composes
+(:mod:`~orig_local.retrieval.corpusfetch`); the facade itself knows no URL scheme.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 from pathlib import Path
 from typing import Any
 
-from orig_local.retrieval.base import FetchedImage, FetchFailure, Page, SearchOutcome
+from orig_local.retrieval.base import (FetchedImage, FetchFailure, ImageFetcher, Page, PageReader,
+                                       SearchOutcome)
 from orig_local.retrieval.chain import FallbackChain
 from orig_local.retrieval.config import FetchConfig, RetrievalConfig, SearchConfig
-from orig_local.retrieval.corpus import DOC_URL, IMG_URL, Corpus
-from orig_local.retrieval.images import Deduplicator, decode_image
-from orig_local.retrieval.reader import now_iso
+from orig_local.retrieval.corpus import Corpus
+from orig_local.retrieval.images import Deduplicator
 from orig_local.retrieval.store import EvidenceStore
 
 log = logging.getLogger(__name__)
@@ -32,11 +33,12 @@ log = logging.getLogger(__name__)
 
 class Retriever:
     """Search (a :class:`FallbackChain` or a single backend), a page reader, an image fetcher
-    and an optional evidence store, passed in explicitly (tests inject fakes)."""
+    and an optional evidence store, passed in explicitly (tests inject fakes that implement
+    :class:`PageReader` / :class:`ImageFetcher`). Missing reader/fetcher: the web ones."""
 
-    def __init__(self, search: Any, reader: Any = None, fetcher: Any = None,
+    def __init__(self, search: Any, reader: PageReader | None = None, fetcher: ImageFetcher | None = None,
                  store: EvidenceStore | None = None, *, fetch_config: FetchConfig | None = None,
-                 corpora: list[Corpus] | None = None, cache: Any = None):
+                 cache: Any = None):
         if not isinstance(search, FallbackChain):
             # a lone backend: no spacing between calls, one attempt (it is a test fake or local)
             search = FallbackChain([search], SearchConfig(min_interval_s=0, max_attempts=1, cooldown_after=10**9))
@@ -58,8 +60,6 @@ class Retriever:
         self.fetcher = fetcher
         self.store = store
         self.cache = cache  # DiskCache for non-empty search answers, or None
-        found = [b.corpus for b in self.chain.backends if isinstance(getattr(b, "corpus", None), Corpus)]
-        self.corpora = list(corpora or []) + found
         self.dedup = Deduplicator(self.fetch_config.dhash_max_distance)
 
     @classmethod
@@ -84,15 +84,21 @@ class Retriever:
         backends = [make_backend(name, config, cache_dir=cache_dir, embedder=embedder)
                     for name in config.search.chain]
         session = HttpSession(config.fetch)
+        reader: PageReader = WebPageReader(config.reader, session)
+        fetcher: ImageFetcher = WebImageFetcher(config.fetch, session)
+        corpora = [b.corpus for b in backends if isinstance(getattr(b, "corpus", None), Corpus)]
+        if corpora:  # corpus:// hits of the local backend are read from disk
+            from orig_local.retrieval.corpusfetch import CorpusImageFetcher, CorpusReader
+
+            reader, fetcher = CorpusReader(corpora, reader), CorpusImageFetcher(corpora, fetcher)
         record = record_dir or config.record
         cache = None
         if cache_dir is not None and config.search.cache:
             from orig_local.cache import DiskCache
 
             cache = DiskCache(Path(cache_dir) / "search.sqlite", namespace="search")
-        return cls(FallbackChain(backends, config.search), WebPageReader(config.reader, session),
-                   WebImageFetcher(config.fetch, session), store=EvidenceStore(record) if record else None,
-                   fetch_config=config.fetch, cache=cache)
+        return cls(FallbackChain(backends, config.search), reader, fetcher,
+                   store=EvidenceStore(record) if record else None, fetch_config=config.fetch, cache=cache)
 
     # ------------------------------------------------------------------ search
     async def search_text(self, query: str, k: int = 10) -> SearchOutcome:
@@ -125,22 +131,10 @@ class Retriever:
 
     # ------------------------------------------------------------------ pages
     async def read_page(self, url: str) -> Page | FetchFailure:
-        if url.startswith(DOC_URL) and self.corpora:
-            result = self._corpus_page(url)
-        else:
-            result = await self.reader.read(url)
+        result = await self.reader.read(url)
         if self.store is not None:
             self.store.record_page(url, result)
         return result
-
-    def _corpus_page(self, url: str) -> Page | FetchFailure:
-        doc_id = url[len(DOC_URL):]
-        for corpus in self.corpora:
-            doc = corpus.doc(doc_id)
-            if doc is not None:
-                return Page(url=url, final_url=url, title=doc.title, text=f"# {doc.title}\n\n{doc.text}",
-                            fetched_at=now_iso(), status=200)
-        return FetchFailure(url=url, kind="http_error", detail=f"no document {doc_id!r} in the corpus")
 
     # ------------------------------------------------------------------ images
     async def fetch_image(self, url: str, page_url: str | None = None, *,
@@ -151,22 +145,12 @@ class Retriever:
         ``dedup=False`` skips that shared check: the agent keeps its own per-prompt duplicate
         set, because one Retriever serves many prompts at once (and several conditions in a
         row), and an image one prompt fetched must not be refused to another."""
-        if url.startswith(IMG_URL) and self.corpora:
-            got = self._corpus_image_bytes(url)
-        elif hasattr(self.fetcher, "fetch_bytes"):
-            got = await self.fetcher.fetch_bytes(url)
-        else:  # an injected fetcher that only decodes whole images (a test fake)
-            got = None
-        if got is None:
-            result = await self.fetcher.fetch(url, page_url)
-            if self.store is not None and isinstance(result, FetchFailure):
-                self.store.record_image(url, result)
-        else:
-            if self.store is not None:
-                self.store.record_image(url, got)
-            if isinstance(got, FetchFailure):
-                return got
-            result = await asyncio.to_thread(decode_image, got[0], url, self.fetch_config, page_url, got[1])
+        got = await self.fetcher.fetch_bytes(url)
+        if self.store is not None:
+            self.store.record_image(url, got)  # the bytes, so a replay decodes them identically
+        if isinstance(got, FetchFailure):
+            return got
+        result = await self.fetcher.decode(got[0], url, page_url, got[1])
         if isinstance(result, FetchedImage) and dedup:
             duplicate = self.dedup.check(result)
             if duplicate is not None:
@@ -174,30 +158,23 @@ class Retriever:
             self.dedup.add(result)
         return result
 
-    def _corpus_image_bytes(self, url: str) -> tuple[bytes, str] | FetchFailure:
-        image_id = url[len(IMG_URL):]
-        for corpus in self.corpora:
-            item = corpus.image(image_id)
-            if item is not None:
-                try:
-                    return item.path.read_bytes(), ""
-                except OSError as exc:
-                    return FetchFailure(url=url, kind="connection", detail=str(exc))
-        return FetchFailure(url=url, kind="http_error", detail=f"no image {image_id!r} in the corpus")
-
     def reset_dedup(self) -> None:
         """Forget images fetched so far (call at the start of each prompt)."""
         self.dedup.reset()
 
     # ------------------------------------------------------------------ lifecycle
     async def aclose(self) -> None:
-        closed = set()
-        for part in [self.reader, self.fetcher, *self.chain.backends]:
-            for obj in (part, getattr(part, "session", None)):
-                close = getattr(obj, "aclose", None)
-                if close is not None and id(obj) not in closed:
-                    closed.add(id(obj))
-                    await close()
+        closed: set[int] = set()
+        parts = [self.reader, self.fetcher, *self.chain.backends]
+        while parts:  # wrappers (corpus reader/fetcher) expose what they wrap as .inner
+            part = parts.pop(0)
+            if part is None or id(part) in closed:
+                continue
+            closed.add(id(part))
+            parts += [getattr(part, "inner", None), getattr(part, "session", None)]
+            close = getattr(part, "aclose", None)
+            if close is not None:
+                await close()
         if self.store is not None and self.store.root.exists():
             self.store.finalize()
 

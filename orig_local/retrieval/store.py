@@ -23,17 +23,37 @@ import json
 import os
 import tarfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from orig_local.errors import OrigError
 from orig_local.retrieval.base import FetchFailure, Page, SearchOutcome
 
 FORMAT = "orig-evidence/1"
 RECORD_FILES = ("searches.jsonl", "pages.jsonl", "images.jsonl")
 
 
-class SnapshotError(RuntimeError):
+class SnapshotError(OrigError, RuntimeError):
     """A snapshot that is missing, malformed or fails verification."""
+
+
+class EvidenceWriteError(OrigError, OSError):
+    """The evidence store could not write a file (disk full, read-only, permissions). Raised,
+    not recorded: a run that records evidence must not go on with evidence missing."""
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn an OS error while writing ``path`` into one line naming the file."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, EvidenceWriteError):
+            raise
+        reason = exc.strerror or type(exc).__name__
+        raise EvidenceWriteError(f"cannot write evidence file {path}: {reason}",
+                                 hint="free disk space or choose another folder, then rerun") from exc
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -56,19 +76,35 @@ class EvidenceStore:
         digest = sha256_bytes(data)
         path = self.blob_path(digest)
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{digest}.{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            with _writing(path):
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    tmp.write_bytes(data)
+                    os.replace(tmp, path)
+                finally:
+                    tmp.unlink(missing_ok=True)  # no half-written blob left behind
         return digest
 
     def blob_path(self, digest: str) -> Path:
         return self.root / "blobs" / digest[:2] / digest
 
     def _append(self, name: str, row: dict) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / name, "a", encoding="utf-8") as f:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        path = self.root / name
+        line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        with _writing(path):
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(path, "ab") as f:
+                size = f.tell()
+                try:
+                    f.write(line)
+                    f.flush()
+                except OSError:
+                    try:  # never leave half a record: replay would choke on it
+                        f.truncate(size)
+                    except OSError:
+                        pass
+                    raise
         self._index = None
 
     def record_search(self, outcome: SearchOutcome, k: int) -> None:
@@ -146,7 +182,8 @@ class EvidenceStore:
             if path.is_file() and path.name != "manifest.json" and not path.name.endswith(".tmp"):
                 files[path.relative_to(self.root).as_posix()] = sha256_bytes(path.read_bytes())
         manifest = self.root / "manifest.json"
-        manifest.write_text(json.dumps({"format": FORMAT, "created": _now(), "files": files}, indent=1))
+        with _writing(manifest):
+            manifest.write_text(json.dumps({"format": FORMAT, "created": _now(), "files": files}, indent=1))
         return manifest
 
     def verify(self) -> list[str]:
@@ -180,11 +217,12 @@ def pack(snapshot_dir: str | Path, archive: str | Path) -> Path:
         raise SnapshotError(f"no snapshot at {store.root}")
     store.finalize()
     archive = Path(archive)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "w:gz") as tar:
-        for path in sorted(store.root.rglob("*")):
-            if path.is_file():
-                tar.add(path, arcname=path.relative_to(store.root).as_posix())
+    with _writing(archive):
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(archive, "w:gz") as tar:
+            for path in sorted(store.root.rglob("*")):
+                if path.is_file():
+                    tar.add(path, arcname=path.relative_to(store.root).as_posix())
     return archive
 
 
@@ -197,8 +235,8 @@ def unpack(archive: str | Path, snapshot_dir: str | Path) -> EvidenceStore:
             target = (root / member.name).resolve()
             if not member.isfile() or not str(target).startswith(str(root.resolve()) + os.sep):
                 raise SnapshotError(f"refusing archive member {member.name!r}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with tar.extractfile(member) as src:
+            with _writing(target), tar.extractfile(member) as src:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(src.read())
     store = EvidenceStore(root)
     problems = store.verify()

@@ -2,7 +2,8 @@
 
 Text: BM25 over documents. Images: BM25 over captions fused with open_clip text->image
 similarity (see :meth:`CorpusIndex.search_images`). Hits point at ``corpus://doc/<id>`` and
-``corpus://img/<id>``; the :class:`Retriever` reads those straight from :attr:`corpus`.
+``corpus://img/<id>``; the corpus-aware reader and fetcher (``retrieval.corpusfetch``) read
+those straight from :attr:`corpus`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,63 @@
+"""A parse worker process: ``python -m orig_local.retrieval.parse_worker``.
+
+Reads framed requests ``(RawResponse, ReaderConfig)`` on stdin and writes framed results
+(``Page`` or ``FetchFailure``) on stdout; a frame is a 4-byte big-endian length and a pickle.
+Only the parent that started it talks to it (pickle is trusted here for that reason). Started
+and killed by :class:`orig_local.retrieval.reader.ParseWorkers`.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import sys
+from typing import Any, BinaryIO
+
+HEADER = struct.Struct(">I")
+
+
+def write_frame(stream: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_frame(stream: BinaryIO) -> Any:
+    """The next object, or raise ``EOFError`` when the other side is gone."""
+    head = _read_exactly(stream, HEADER.size)
+    return pickle.loads(_read_exactly(stream, HEADER.unpack(head)[0]))
+
+
+def _read_exactly(stream: BinaryIO, n: int) -> bytes:
+    parts, left = [], n
+    while left:
+        chunk = stream.read(left)
+        if not chunk:
+            raise EOFError("stream closed")
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def main() -> None:
+    requests, replies = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing a library prints may corrupt the reply stream
+    from orig_local.retrieval.base import FetchFailure
+    from orig_local.retrieval.reader import _extractor, parse_response
+
+    _extractor()  # import trafilatura now, before the first page's deadline runs
+    write_frame(replies, "ready")
+    while True:
+        try:
+            raw, config = read_frame(requests)
+        except EOFError:
+            return
+        try:
+            result = parse_response(raw, config)
+        except MemoryError:
+            result = FetchFailure(url=raw.url, kind="too_large", detail="out of memory while parsing")
+        write_frame(replies, result)
+
+
+if __name__ == "__main__":
+    main()
