@@ -57,7 +57,7 @@ def section_labels(section: dict | None, role: str) -> list[str]:
         return []
     out = []
     if role == "backbone" and section.get("backend") in STAND_IN_BACKENDS:
-        out.append(SIMULATED)
+        return [SIMULATED]  # its preset names no model that ran
     if any(is_tiny_ref(section.get(k)) for k in ("preset", "model")):
         out.append(TINY)
     return out
@@ -85,7 +85,7 @@ def chat_labels(chat: Any) -> list[str]:
         return []
     labels = []
     if getattr(chat, "backend", None) in STAND_IN_BACKENDS:
-        labels.append(SIMULATED)
+        return [SIMULATED]  # its preset names no model that ran
     cfg = getattr(chat, "config", None)
     if cfg is not None and (is_tiny_ref(getattr(cfg, "preset", None)) or is_tiny_ref(getattr(cfg, "model", None))):
         labels.append(TINY)

@@ -82,6 +82,7 @@ class AgentResult:
         gen = self.generation
         return {
             "item_id": self.item_id,
+            "labels": list(self.trace.labels),  # stand-ins (simulated backbone, tiny weights)
             "prompt": self.prompt,
             "condition": self.condition,
             "final_prompt": self.final_prompt,
