@@ -13,8 +13,9 @@ def test_simulated_generate_run_is_labelled_in_trace_json_and_html(tmp_path, cap
     out = tmp_path / "g"
     rc = main(["-q", "generate", "The Korvath K-7 tram", "--offline", "-s", "backbone.backend=simulated",
                "-s", "generator.preset=null", "--out", str(out)])
-    capsys.readouterr()
+    stdout = capsys.readouterr().out
     assert rc == 0
+    assert "note: SIMULATED backbone — not model output" in stdout  # the CLI summary says so
     data = json.loads((out / "trace.json").read_text())
     assert data["labels"] == [SIMULATED] and data["trace"]["simulated"] is True
     assert data["trace"]["tokens_estimated"] is True

@@ -156,6 +156,7 @@ class Agent:
                            prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup)
         result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
                              knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
+        result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
         start = time.perf_counter()
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the

@@ -563,7 +563,9 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
             runs.append(run)
     if ids or classes:
         _restrict(runs, ids, classes)
-    mixed = _mixed_judges(runs) if len(names) == 1 else None
+    # One run whose rows come from several judges is warned about in its Status; several runs
+    # judged differently must not stand side by side unless asked for.
+    mixed = _mixed_judges(runs) if len(names) == 1 and len(runs) > 1 else None
     if mixed and not allow_mixed_judges:
         raise UsageError(f"runs were judged by different judges ({mixed}); their scores are not comparable",
                          hint="report them separately, rejudge with one judge, or pass --allow-mixed-judges")

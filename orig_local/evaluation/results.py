@@ -336,11 +336,12 @@ def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] |
             condition = meta.get("condition") or (cfg.get("agent") or {}).get("condition")
             roles = ["judge", "generator"] + ([] if condition == "direct" else ["backbone"])
             labels += config_labels(cfg, roles)
-    for row in (agent_rows or {}).values():
-        for label in row.get("labels") or []:
-            if label not in labels:
-                labels.append(label)
-    from orig_local.labels import _ordered
+    from orig_local.labels import SIMULATED, TINY, _ordered
+
+    for row in (agent_rows or {}).values():  # labels the agent recorded in its notes
+        for note in (row.get("labels") or []) + (row.get("notes") or []):
+            if note in (SIMULATED, TINY) and note not in labels:
+                labels.append(note)
 
     return _ordered(labels)
 
