@@ -248,6 +248,10 @@ def test_status_counts_and_failed_runs_marked_in_every_table(tmp_path, bench, ca
     assert res.status["agent"] == {"ok": 6, "degraded": 0, "failed": 3}
     assert res.status["judge"]["degraded"] == 1 and res.counts["judge_question_errors"] == 1
     assert res.stop_reasons.get("error") == 1
+    # item_0's agent failed (stop_reason error) but was still generated and judged (from the raw
+    # prompt): its verdicts do not measure the condition, so it is not scored
+    assert rows[0]["id"] not in {p.id for p in res.prompts} and len(res.prompts) == 6
+    assert res.counts["not_scored_failed_upstream"] == 3 and res.status["judge"]["failed"] == 3
     out = tmp_path / "rep"
     rc, stdout, err = _report(capsys, good, bad, "--out", out)
     assert rc == 0, err

@@ -94,8 +94,9 @@ def notes_legend(runs: Sequence[RunResults]) -> str:
     for run in runs:
         if run.failed_items:
             what = ", ".join(f"{ph} {n}" for ph, n in run.failed_items.items())
-            lines.append(f"{FAILED_MARK} `{run.label}` has failed items ({what}): its scores cover only the "
-                         "items that ran; see Status, rerun with `orig eval ... --retry-errors`.")
+            lines.append(f"{FAILED_MARK} `{run.label}` has failed items ({what}): they did not run as specified "
+                         "and are left out of its scores, which cover only the items that ran; see Status, "
+                         "rerun with `orig eval ... --retry-errors`.")
         if run.data_errors:
             lines.append(f"{DATA_MARK} `{run.label}`: {len(run.data_errors)} data error(s); those rows are left "
                          "out of every score (see data_errors.md).")

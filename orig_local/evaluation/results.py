@@ -231,7 +231,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     agent_rows, gen_rows, judge_rows, retrieval_rows = (phases[p] for p in ("agent", "generate", "judge", "retrieval"))
 
     prompts: list[PromptScore] = []
-    question_errors = item_errors = missing = items_with_q_errors = 0
+    question_errors = item_errors = missing = items_with_q_errors = failed_upstream = 0
     judge_status: Counter = Counter()
     judges: list[str] = []
     for rid, row in judge_rows.items():
@@ -247,6 +247,12 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         if item is not None and row.get("category") and norm(row["category"]) != category:
             issues.append(DataIssue("judge", rid, f"class {row['category']!r} differs from the benchmark's "
                                                   f"{item.category!r}"))
+            continue
+        upstream = [ph for ph, rows in (("agent", agent_rows), ("generate", gen_rows))
+                    if rid in rows and row_status(rows[rid], ph) == "failed"]
+        if upstream:  # judged, but not what the condition specifies (e.g. the raw-prompt fallback)
+            failed_upstream += 1
+            judge_status["failed"] += 1
             continue
         status = row_status(row, "judge")
         if status == "failed" and (row.get("error") or not row.get("verdicts")):
@@ -294,7 +300,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         "judged_prompts": len(prompts), "judge_item_errors": item_errors,
         "judge_question_errors": question_errors, "judge_items_with_question_errors": items_with_q_errors,
         "questions": sum(len(r.get("verdicts") or []) for r in judge_rows.values() if isinstance(r.get("verdicts"), list)),
-        "missing_verdicts": missing, "data_errors": len(issues),
+        "missing_verdicts": missing, "data_errors": len(issues), "not_scored_failed_upstream": failed_upstream,
         "data_error_items": len({(i.phase, i.item) for i in issues}),
     }
     result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, prompts,
