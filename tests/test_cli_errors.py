@@ -240,3 +240,20 @@ def test_generate_contacts_the_backbone_before_loading_clip(tmp_path, capsys, mo
     assert loads == []
     trace = json.loads((tmp_path / "g" / "trace.json").read_text())
     assert any("ConnectError" in e or "Connection" in e for e in trace["stage_errors"])  # it did try the backbone
+
+
+def test_corrupt_run_json_when_resuming_eval_names_the_file(tmp_path, capsys, bench):
+    out = tmp_path / "run"
+    base = ["-q", "eval", "--benchmark", "jsonl", "--data", bench, "--out", out, "--phase", "agent",
+            "--condition", "direct"]
+    assert _cli(capsys, *base)[0] == 0
+    (out / "run.json").write_text('{"condition": "direct",')
+    rc, _, lines = _cli(capsys, *base)
+    _one_line(rc, lines, "run.json", "not valid JSON")
+
+
+def test_missing_run_folder_for_agreement_and_missing_corpus(tmp_path, capsys):
+    rc, _, lines = _cli(capsys, "agreement", tmp_path / "nope", "--human", tmp_path / "x.csv")
+    _one_line(rc, lines, "nope")
+    rc, _, lines = _cli(capsys, "-q", "corpus", "build", tmp_path / "no_corpus")
+    _one_line(rc, lines, "no_corpus")

@@ -91,6 +91,30 @@ def _user_error(exc: BaseException) -> str | None:
         return cached.one_line()
     if type(exc).__name__ in ("RunMismatch", "BenchmarkFormatError", "LabelsError"):
         return _one_line(exc)  # user-fixable errors from modules that predate OrigError
+    import json
+
+    if isinstance(exc, json.JSONDecodeError):  # a corrupt file read without a friendlier check
+        path = _file_in_traceback(exc)
+        return f"{path or 'a JSON file'} is not valid JSON ({_one_line(exc)}) (fix or remove the file; --debug shows where it was read)"
+    return None
+
+
+def _file_in_traceback(exc: BaseException) -> str | None:
+    """The JSON file the failing code was reading: a ``.json``/``.jsonl`` path held by a local
+    variable of the innermost frame that has one."""
+    import os
+    from pathlib import PurePath
+
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for value in frame.f_locals.values():
+            if isinstance(value, (str, PurePath)) and str(value).endswith((".json", ".jsonl")) \
+                    and len(str(value)) < 4096 and os.path.isfile(value):
+                return str(value)
     return None
 
 
