@@ -318,6 +318,28 @@ def test_provenance_block_prints_what_run_json_has_and_unknown_otherwise(tmp_pat
     assert "Qwen/Qwen2.5-VL-72B-Instruct" in block and "revision r1" in block and "served as judge72" in block
 
 
+def test_provenance_in_the_layout_orig_eval_records(tmp_path, bench, capsys):
+    run = _run(tmp_path, bench)
+    meta = json.loads((run / "run.json").read_text())
+    meta["provenance"] = {
+        "code": {"orig_local": "0.4.0", "git_commit": "cafe01", "git_dirty": False},
+        "libraries": {"python": "3.12.3", "torch": "2.9.0"}, "host": {"host": "node7", "gpus": ["NVIDIA H200"]},
+        "started_at": "2026-12-01T03:00:00Z", "ended_at": None, "config_sha256": "ab12",
+        "models": {"backbone": {"backend": "simulated", "preset": "qwen2.5-vl-7b", "hub_id": "Qwen/x"},
+                   "judge": {"backend": "openai", "preset": "tiny-judge", "hub_id": "tiny:judge",
+                             "tiny_random_weights": True, "model": "served-judge", "revision": None}}}
+    (run / "run.json").write_text(json.dumps(meta))
+    assert _report(capsys, run)[0] == 0
+    md = (run / "report" / "report.md").read_text()
+    block = md[md.index("## Provenance"):]
+    for text in ("orig_local: 0.4.0", "git commit: cafe01", "git dirty: False", "python: 3.12.3", "host: node7",
+                 "GPU: NVIDIA H200", "started: 2026-12-01T03:00:00Z", "finished: unknown", "config hash: ab12",
+                 "served as served-judge", "revision unknown"):
+        assert text in block, text
+    # stand-ins recorded in provenance are labelled even without a config.yaml saying so
+    assert "SIMULATED BACKBONE" in md and "Tiny random-weight models" in md
+
+
 def test_unreadable_lines_are_reported(tmp_path, bench, capsys):
     run = _run(tmp_path, bench)
     lines = (run / "judge.jsonl").read_text().splitlines()
@@ -423,6 +445,10 @@ def test_missing_run_folder_is_one_line_and_creates_nothing(tmp_path, capsys):
     rc, _, err = _report(capsys, tmp_path / "missing_dir")
     assert rc == 2 and len(err) == 1 and "missing_dir" in err[0] and "Traceback" not in err[0]
     assert not (tmp_path / "missing_dir").exists()
+    (tmp_path / "empty").mkdir()
+    rc, _, err = _report(capsys, tmp_path / "empty")
+    assert rc == 2 and len(err) == 1 and "no run results" in err[0]
+    assert not (tmp_path / "empty" / "report").exists()
 
 
 def test_corrupt_run_json_is_one_line_naming_the_file(tmp_path, bench, capsys):

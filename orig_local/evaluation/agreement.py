@@ -27,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from orig_local.errors import DataError
+
 from orig_local.evaluation.rundir import read_phase
 
 TRUE = {"true", "1", "yes", "t", "y"}
@@ -34,7 +35,7 @@ FALSE = {"false", "0", "no", "f", "n"}
 
 
 class LabelsError(DataError):
-    """A labels CSV that is missing or cannot be read."""
+    pass
 
 
 def read_labels(path: str | Path) -> tuple[dict[tuple[str, str], bool], int]:

@@ -287,16 +287,16 @@ def write_data_errors(runs, out: Path) -> str | None:
 
 # Provenance fields every report prints (missing ones as "unknown"): (title, candidate keys).
 PROVENANCE_FIELDS = [
-    ("orig_local", ("orig_local_version", "orig_local", "version")),
-    ("git commit", ("git_commit", "commit", "git.commit")),
-    ("git dirty", ("git_dirty", "dirty", "git.dirty")),
-    ("python", ("python", "python_version")),
+    ("orig_local", ("code.orig_local", "orig_local_version", "orig_local", "version")),
+    ("git commit", ("code.git_commit", "git_commit", "commit", "git.commit")),
+    ("git dirty", ("code.git_dirty", "git_dirty", "dirty", "git.dirty")),
+    ("python", ("libraries.python", "python", "python_version")),
     ("libraries", ("libraries", "packages", "versions")),
-    ("host", ("host", "hostname")),
-    ("GPU", ("gpu", "gpus", "accelerator")),
-    ("started", ("started", "started_at", "start", "timestamps.started", "timestamps.start")),
-    ("finished", ("finished", "finished_at", "end", "ended", "timestamps.finished", "timestamps.end")),
-    ("config hash", ("config_hash", "config_sha256")),
+    ("host", ("host.host", "host", "hostname")),
+    ("GPU", ("host.gpus", "gpus", "gpu", "accelerator")),
+    ("started", ("started_at", "started", "timestamps.started")),
+    ("finished", ("ended_at", "finished_at", "finished", "ended", "timestamps.finished")),
+    ("config hash", ("config_sha256", "config_hash")),
 ]
 
 
@@ -332,9 +332,12 @@ def provenance_block(run: RunResults) -> str:
         m = models.get(role)
         preset_name = run.meta.get(role) if role != "embedder" else None
         if isinstance(m, dict):
+            served = m.get("served_name") or m.get("served_model_name") or (
+                m.get("model") if m.get("backend") == "openai" else None)
             fields = [("preset", m.get("preset") or preset_name), ("hub id", m.get("hub_id") or m.get("hf_id")),
-                      ("revision", m.get("revision")),
-                      ("served as", m.get("served_name") or m.get("served_model_name") or m.get("server_model"))]
+                      ("revision", m.get("revision")), ("served as", served)]
+            if m.get("backend"):
+                fields.insert(0, ("backend", m["backend"]))
             lines.append(f"- {role}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in fields))
         elif preset_name:
             lines.append(f"- {role}: preset {preset_name}, hub id unknown, revision unknown")

@@ -208,6 +208,9 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise DataError(f"run folder not found: {run_dir}", hint="pass the --out folder of an `orig eval` run")
+    if not (run_dir / "run.json").is_file() and not any(run_dir.glob("*.jsonl")):
+        raise DataError(f"{run_dir} holds no run results (no run.json, no <phase>.jsonl)",
+                        hint="pass the --out folder of an `orig eval` run")
     meta = read_run_meta(run_dir)
     warnings: list[str] = []
     issues: list[DataIssue] = []
@@ -342,7 +345,17 @@ def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] |
             condition = meta.get("condition") or (cfg.get("agent") or {}).get("condition")
             roles = ["judge", "generator"] + ([] if condition == "direct" else ["backbone"])
             labels += config_labels(cfg, roles)
-    from orig_local.labels import SIMULATED, TINY, _ordered
+    from orig_local.labels import SIMULATED, STAND_IN_BACKENDS, TINY, _ordered
+
+    models = (meta.get("provenance") or {}).get("models") if isinstance(meta.get("provenance"), dict) else None
+    for role, info in (models or {}).items() if isinstance(models, dict) else []:
+        if not isinstance(info, dict):
+            continue
+        if role == "backbone" and info.get("backend") in STAND_IN_BACKENDS and SIMULATED not in labels:
+            labels.append(SIMULATED)
+        elif info.get("tiny_random_weights") and TINY not in labels and not (
+                role == "backbone" and info.get("backend") in STAND_IN_BACKENDS):
+            labels.append(TINY)
 
     for row in (agent_rows or {}).values():  # labels the agent recorded in its notes
         for note in (row.get("labels") or []) + (row.get("notes") or []):
