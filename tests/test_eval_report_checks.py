@@ -269,6 +269,20 @@ def test_status_counts_and_failed_runs_marked_in_every_table(tmp_path, bench, ca
     assert "What happened" in stdout
 
 
+def test_item_whose_every_question_errored_is_failed_not_scored(tmp_path, bench):
+    run = _run(tmp_path, bench)
+    rows = _rows(run / "judge.jsonl")
+    for v in rows[2]["verdicts"]:
+        v.update(error="HTTPStatusError: 404", correct=None, answer=None)
+    rows[2].update(status="failed", error="every question errored")  # the new row layout
+    _write(run / "judge.jsonl", rows)
+    for policy in ("exclude", "false"):
+        res = load_run(run, errors=policy)
+        assert "item_2" not in {p.id for p in res.prompts}, policy
+        assert res.status["judge"]["failed"] == 1 and res.counts["judge_question_errors"] == 3
+        assert not res.data_errors
+
+
 def test_row_status_from_new_and_old_rows():
     assert row_status({"status": "degraded", "error": None}) == "degraded"
     assert row_status({"status": "failed", "error": "x"}) == "failed"

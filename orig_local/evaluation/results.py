@@ -258,7 +258,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
             judge_status["failed"] += 1
             continue
         status = row_status(row, "judge")
-        if status == "failed" and (row.get("error") or not row.get("verdicts")):
+        if status == "failed" and not row.get("verdicts"):  # the item could not be judged at all
             item_errors += 1
             judge_status["failed"] += 1
             continue
@@ -271,8 +271,9 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
             continue
         question_errors += check.question_errors
         items_with_q_errors += bool(check.question_errors)
-        if check.outcomes and check.question_errors == len(check.outcomes):
-            judge_status["failed"] += 1  # every question errored: nothing was judged
+        if status == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
+            judge_status["failed"] += 1  # every question errored (or the row says failed): not scored
+            continue
         elif check.question_errors or status == "degraded":
             judge_status["degraded"] += 1
         else:
