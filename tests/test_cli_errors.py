@@ -257,3 +257,11 @@ def test_missing_run_folder_for_agreement_and_missing_corpus(tmp_path, capsys):
     _one_line(rc, lines, "nope")
     rc, _, lines = _cli(capsys, "-q", "corpus", "build", tmp_path / "no_corpus")
     _one_line(rc, lines, "no_corpus")
+
+
+def test_argument_mistakes_are_one_line_with_where_help_is(capsys):
+    for argv in (["eval", "--out", "x", "--bogus"], ["report"], ["nosuchcommand"], ["models", "--role"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert exc.value.code == 2 and len(err) == 1 and "--help" in err[0], (argv, err)

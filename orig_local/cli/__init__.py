@@ -61,8 +61,16 @@ def _global_options(parser: argparse.ArgumentParser, top: bool) -> None:
                         help="show the full traceback of an error")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake on one line (what is wrong, and where help is) instead of
+    the usage block; subcommand parsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="orig", description="ORIG, local and open: retrieval-augmented factual image generation.")
+    parser = _Parser(prog="orig", description="ORIG, local and open: retrieval-augmented factual image generation.")
     _global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
