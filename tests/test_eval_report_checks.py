@@ -478,3 +478,22 @@ def test_math_sanity_all_matches_expected(tmp_path, bench, capsys):
     assert _report(capsys, run)[0] == 0
     assert not math.isnan(_all_cell(run / "report"))
     assert _all_cell(run / "report") == pytest.approx(_expected_all(), abs=0.01)
+
+
+def test_classes_figure_says_no_data_instead_of_a_zero_bar(tmp_path, bench, monkeypatch):
+    import orig_local.evaluation.report as report
+
+    good = load_run(_run(tmp_path, bench, "good"))
+    empty = load_run(_run(tmp_path, bench, "empty"))
+    empty.prompts = []  # nothing scored (e.g. every item failed)
+    seen = {}
+
+    def keep(fig, ax, path):
+        seen["texts"] = [t.get_text() for t in ax.texts]
+        seen["labels"] = ax.get_legend_handles_labels()[1]
+        return path
+
+    monkeypatch.setattr(report, "_save_figure", keep)
+    report.figure_classes([good, empty], tmp_path / "f.png", n_boot=0, ci=0.95, seed=0)
+    assert seen["texts"].count("no data") == 4  # animal, sports, food, All
+    assert seen["labels"] == ["good", "empty"]

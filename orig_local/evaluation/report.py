@@ -382,9 +382,19 @@ def figure_classes(runs, path: Path, n_boot: int, ci: float, seed: int) -> Path 
         hi = np.array([r["cells"][c][2] for c in cols]) * 100
         err = None if not n_boot else np.nan_to_num(np.vstack([vals - lo, hi - vals]), nan=0.0).clip(min=0)
         marks = notes_cell(runs[k])
-        ax.bar(x + (k - (len(rows) - 1) / 2) * width, np.nan_to_num(vals), width, yerr=err, capsize=2,
-               label=r["label"] + (f" {marks}" if marks else ""))
+        pos = x + (k - (len(rows) - 1) / 2) * width
+        have = ~np.isnan(vals)  # no data is not 0 %: no bar, and said so
+        colour = f"C{k % 10}"  # explicit: a run without any bar still gets its own legend colour
+        label = r["label"] + (f" {marks}" if marks else "")
+        if have.any():
+            ax.bar(pos[have], vals[have], width, yerr=None if err is None else err[:, have], capsize=2,
+                   color=colour, label=label)
+        else:  # one zero-height bar: the run keeps its legend entry and colour
+            ax.bar(pos[:1], [0.0], width, color=colour, label=label)
+        for xp in pos[~have]:
+            ax.text(xp, 1, "no data", rotation=90, ha="center", va="bottom", fontsize=7, color=colour)
     ax.set_xticks(x, [CLASS_ABBREV.get(c, c) for c in cols])
+    ax.set_xlim(-0.5, len(cols) - 0.5)
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     return _save_figure(fig, ax, path)
