@@ -107,6 +107,9 @@ def test_check_verdicts_rules():
     assert not c.ok and c.missing == ["q3"]
     assert not check_verdicts(good, [("q1", "PF")]).ok  # q2 is not one of the item's questions
     assert not check_verdicts("oops").ok
+    graded = [{"qid": "w1", "correct": None, "answer": {"consistency": 2, "wiscore": 0.9}}]
+    c = check_verdicts(graded + good[:1], [("w1", None), ("q1", "PF")])
+    assert c.ok and c.outcomes == [("PF", True)]  # the graded one is neither scored nor an error
 
 
 def test_duplicate_rows_foreign_ids_and_missing_verdicts_are_counted_not_resolved(tmp_path, bench, capsys):

@@ -93,7 +93,8 @@ def check_verdicts(verdicts: object, questions: Sequence[tuple[str, str | None]]
     verdicts must then cover exactly those ids, and the benchmark's concept is used. A verdict
     with an ``error`` is a judge error (``correct`` ignored); one without must carry
     ``correct`` as a JSON boolean - ``"false"``, ``0`` or ``null`` are data errors, never
-    counted correct."""
+    counted correct. A graded verdict (``correct`` None, ``answer`` a mapping of grades, e.g.
+    WISE's WiScore) has no right/wrong: it is neither scored here nor an error."""
     if not isinstance(verdicts, list):
         return VerdictCheck([], [f"'verdicts' is {type(verdicts).__name__}, not a list"])
     check = VerdictCheck([])
@@ -120,6 +121,8 @@ def check_verdicts(verdicts: object, questions: Sequence[tuple[str, str | None]]
             check.outcomes.append((concept, None))
             continue
         correct = v.get("correct")
+        if correct is None and isinstance(v.get("answer"), dict):
+            continue  # a graded rubric (WISE's WiScore): no right/wrong, scored by its own module
         if not isinstance(correct, bool):
             check.problems.append(f"question {qid}: 'correct' is {correct!r} ({type(correct).__name__}), "
                                   "not a boolean and no error recorded")
