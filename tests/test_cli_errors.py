@@ -121,6 +121,11 @@ def test_global_options_before_or_after_the_subcommand(capsys):
     assert args.quiet and args.log_level == "error"  # not reset by the subcommand's defaults
     args = build_parser().parse_args(["models", "--quiet", "--debug"])
     assert args.quiet and args.debug and isinstance(args, argparse.Namespace)
+    for name in ("eval", "report", "generate", "agreement"):  # every subcommand takes them
+        argv = {"eval": ["eval", "--out", "x"], "report": ["report", "r"], "generate": ["generate", "p"],
+                "agreement": ["agreement", "r", "--human", "h.csv"]}[name]
+        args = build_parser().parse_args(argv + ["--quiet", "--log-level", "debug"])
+        assert args.quiet and args.log_level == "debug", name
 
 
 def test_debug_shows_the_traceback(capsys):

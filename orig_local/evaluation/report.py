@@ -32,7 +32,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from orig_local.errors import DataError, UsageError
+from orig_local.errors import UsageError
 from orig_local.evaluation.items import CLASS_ABBREV, CONCEPTS
 from orig_local.evaluation.results import RunResults, load_run, retrieval_summary, row_status, stage_means
 from orig_local.evaluation.scoring import bootstrap_ci, paired_difference, table_classes, table_row
@@ -675,4 +675,4 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
-__all__ = ["build_report", "accuracy_table", "write_gallery", "html", "DataError"]
+__all__ = ["build_report", "accuracy_table", "write_gallery", "html"]
