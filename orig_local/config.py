@@ -14,7 +14,14 @@ import yaml
 from pydantic import Field, ValidationError
 
 from orig_local.agent.config import AgentConfig
-from orig_local.configbase import ConfigError, StrictModel, apply_overrides, deep_merge, read_yaml
+from orig_local.configbase import (
+    ConfigError,
+    StrictModel,
+    apply_overrides,
+    deep_merge,
+    describe_validation_error,
+    read_yaml,
+)
 from orig_local.embeddings.config import EmbedConfig
 from orig_local.evaluation.config import EvalConfig
 from orig_local.generation.config import GeneratorConfig
@@ -72,7 +79,7 @@ def load_config(
     try:
         return Config(**data)
     except ValidationError as exc:
-        raise ConfigError(f"invalid config:\n{exc}") from exc
+        raise ConfigError(f"invalid config: {describe_validation_error(exc, Config)}") from exc
 
 
 def save_config(config: Config, path: str | Path) -> Path:

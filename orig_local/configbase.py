@@ -78,3 +78,44 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def describe_validation_error(exc, model: type[BaseModel]) -> str:
+    """A pydantic ``ValidationError`` of ``model`` as one readable line: each problem as
+    ``key.path: message``, an unknown key with its closest valid spelling ("did you mean
+    `agent.max_rounds`?"), no documentation URLs."""
+    import difflib
+
+    parts = []
+    for err in exc.errors():
+        loc = [str(x) for x in err.get("loc", ())]
+        where = ".".join(loc) or "(top level)"
+        if err.get("type") == "extra_forbidden":
+            fields = _fields_at(model, loc[:-1])
+            close = difflib.get_close_matches(loc[-1], fields, n=1, cutoff=0.6) if loc else []
+            prefix = ".".join(loc[:-1] + close) if close else ""
+            hint = f"; did you mean `{prefix}`?" if close else (
+                f"; valid keys: {', '.join(sorted(fields))}" if fields else "")
+            parts.append(f"unknown key `{where}`{hint}")
+        else:
+            value = err.get("input")
+            shown = repr(value) if not isinstance(value, dict) else "a mapping"
+            parts.append(f"`{where}`: {err.get('msg', 'invalid')} (got {shown[:80]})")
+    return "; ".join(parts)
+
+
+def _fields_at(model: type[BaseModel], loc: list[str]) -> list[str]:
+    """Field names of the (nested) model section at ``loc``."""
+    import typing
+
+    current: Any = model
+    for part in loc:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        annotation = fields[part].annotation
+        candidates = [annotation, *typing.get_args(annotation)]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if current is None:
+            return []
+    return list(getattr(current, "model_fields", {}) or [])

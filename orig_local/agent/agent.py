@@ -82,6 +82,7 @@ class AgentResult:
         gen = self.generation
         return {
             "item_id": self.item_id,
+            "labels": list(self.trace.labels),  # stand-ins (simulated backbone, tiny weights)
             "prompt": self.prompt,
             "condition": self.condition,
             "final_prompt": self.final_prompt,
@@ -151,9 +152,11 @@ class Agent:
         cfg = self.config
         prompt = " ".join(prompt.split())  # FIG-Eval prompts contain double spaces
         ctx = StageContext(chat=self.chat, retriever=self.retriever, config=cfg, prompts=self.prompts,
-                           trace=Trace(), prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup)
+                           trace=_labelled_trace(self.chat, self.generator, cfg.condition),
+                           prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup)
         result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
                              knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
+        result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
         start = time.perf_counter()
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
@@ -337,3 +340,12 @@ def _oracle_of(item: Any) -> OracleEvidence | None:
         return item
     getter = getattr(item, "oracle_evidence", None)
     return getter() if callable(getter) else None
+
+
+def _labelled_trace(chat, generator, condition: str) -> Trace:
+    """A trace that carries the run's stand-in labels (simulated backbone, tiny weights).
+    Direct never calls the backbone, so its backbone says nothing about the output."""
+    from orig_local.labels import run_labels, tokens_estimated
+
+    chat = None if condition == "direct" else chat
+    return Trace(labels=run_labels(chat, generator), tokens_estimated=tokens_estimated(chat))

@@ -70,9 +70,14 @@ class Trace:
     """Collects records while a run is in flight (appends from concurrent tasks are safe: one
     event loop, no awaits inside :meth:`add`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: list[str] | None = None, tokens_estimated: bool = False) -> None:
         self.records: list[StageRecord] = []
         self._t0 = time.perf_counter()
+        # Stand-in labels (orig_local.labels): "SIMULATED backbone ...", "tiny random-weight
+        # models ...". A stand-in's output must never pass for a model's.
+        self.labels: list[str] = list(labels or [])
+        # The simulated/scripted backbones count words, not tokens.
+        self.tokens_estimated = tokens_estimated
 
     def elapsed(self) -> float:
         return time.perf_counter() - self._t0
@@ -132,6 +137,9 @@ class Trace:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "labels": list(self.labels),
+            "simulated": any(label.startswith("SIMULATED") for label in self.labels),
+            "tokens_estimated": self.tokens_estimated,
             "totals": {k: v.model_dump() for k, v in self.totals().items()},
             "total": self.grand_total().model_dump(),
             "records": [r.model_dump(mode="json") for r in self.records],

@@ -49,38 +49,130 @@ def config_from_args(args: argparse.Namespace):
     return config
 
 
+def _global_options(parser: argparse.ArgumentParser, top: bool) -> None:
+    """Options accepted before or after the subcommand (``orig --quiet eval`` and ``orig eval
+    --quiet``). On subcommands they default to SUPPRESS, so a value given before the
+    subcommand is not reset by the subparser."""
+    d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
+    parser.add_argument("--log-level", default=d("INFO"), help="DEBUG, INFO, WARNING, ERROR (DEBUG also shows tracebacks)")
+    parser.add_argument("--quiet", "-q", action="store_true", default=d(False),
+                        help="no logs below WARNING, no progress bars")
+    parser.add_argument("--debug", action="store_true", default=d(False),
+                        help="show the full traceback of an error")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake on one line (what is wrong, and where help is) instead of
+    the usage block; subcommand parsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="orig", description="ORIG, local and open: retrieval-augmented factual image generation.")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no logs below WARNING, no progress bars")
+    parser = _Parser(prog="orig", description="ORIG, local and open: retrieval-augmented factual image generation.")
+    _global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
+        _global_options(p, top=False)
         p.set_defaults(_run=module.run)
     return parser
 
 
+INTERRUPTED = "orig: interrupted — rerun the same command to resume"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _user_error(exc: BaseException) -> str | None:
+    """The one-line message for an error a user can fix that is not (yet) an OrigError;
+    None for anything else (a bug: it keeps its traceback)."""
+    from orig_local.loaderrors import model_not_cached
+
+    cached = model_not_cached(exc)
+    if cached is not None:
+        return cached.one_line()
+    if type(exc).__name__ in ("RunMismatch", "BenchmarkFormatError", "LabelsError"):
+        return _one_line(exc)  # user-fixable errors from modules that predate OrigError
+    import json
+
+    if isinstance(exc, json.JSONDecodeError):  # a corrupt file read without a friendlier check
+        path = _file_in_traceback(exc)
+        return f"{path or 'a JSON file'} is not valid JSON ({_one_line(exc)}) (fix or remove the file; --debug shows where it was read)"
+    return None
+
+
+def _file_in_traceback(exc: BaseException) -> str | None:
+    """The JSON file the failing code was reading: a ``.json``/``.jsonl`` path held by a local
+    variable of the innermost frame that has one."""
+    import os
+    from pathlib import PurePath
+
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for value in frame.f_locals.values():
+            if isinstance(value, (str, PurePath)) and str(value).endswith((".json", ".jsonl")) \
+                    and len(str(value)) < 4096 and os.path.isfile(value):
+                return str(value)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # during imports or argument parsing (the run has its own)
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
     level = "WARNING" if args.quiet else args.log_level.upper()
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    debug = args.debug or level == "DEBUG"
+    try:
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    except ValueError:
+        print(f"orig: error: --log-level {args.log_level!r}: use DEBUG, INFO, WARNING or ERROR", file=sys.stderr)
+        return 2
     from orig_local.configbase import ConfigError
     from orig_local.errors import OrigError
 
     try:
         return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return _fail(INTERRUPTED, 130, debug)
     except ConfigError as exc:
-        print(f"orig: config error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"orig: config error: {exc.one_line()}", 2, debug)
     except OrigError as exc:  # user-fixable: one line, no traceback
-        print(f"orig: error: {exc.one_line()}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(f"orig: error: {exc.one_line()}", exc.exit_code, debug)
+    except Exception as exc:
+        message = _user_error(exc)
+        if message is None:
+            raise  # a bug: keep the traceback
+        return _fail(f"orig: error: {message}", 2, debug)
+
+
+def _fail(line: str, code: int, debug: bool) -> int:
+    """One line on stderr (after the traceback with ``--debug`` / ``--log-level debug``)."""
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    print(line, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,8 +19,11 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
+    from orig_local.errors import DataError
     from orig_local.evaluation.agreement import human_agreement, judge_agreement, to_markdown
 
+    if not Path(args.run).is_dir():
+        raise DataError(f"run folder not found: {args.run}", hint="pass the --out folder of an `orig eval` run")
     if args.human:
         result = human_agreement(args.run, args.human, args.judge_name)
         title = f"Judge vs human labels ({Path(args.human).name})"

@@ -33,7 +33,12 @@ def run(args: argparse.Namespace) -> int:
         "images": config.retrieval.local.images and not args.no_images,
     })
     start = time.monotonic()
-    corpus = Corpus.load(local.corpus)
+    try:
+        corpus = Corpus.load(local.corpus)
+    except FileNotFoundError as exc:
+        from orig_local.errors import DataError
+
+        raise DataError(str(exc), hint="pass a folder with docs.jsonl/images.jsonl or loose files") from exc
     backend = LocalBackend(corpus, local, embedder=config.embed if local.images else None,
                            cache_dir=config.resolved_cache_dir())
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 HELP = "list model presets (models/*.yaml)"
+ROLES = ("backbone", "judge", "generator", "embedder")
 
 
 def add_arguments(parser) -> None:
@@ -10,8 +11,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from orig_local.errors import UsageError
     from orig_local.presets import list_presets, load_preset
 
+    if args.role and args.role not in ROLES:
+        raise UsageError(f"--role {args.role!r} is not a role; roles: {', '.join(ROLES)}")
     for name in list_presets():
         preset = load_preset(name)
         if args.role and args.role not in preset.role:

@@ -1,8 +1,24 @@
-"""`orig report`: tables, figures and galleries rebuilt from run folders."""
+"""`orig report`: tables, figures and galleries rebuilt from run folders.
+
+Data-error policy: rows that cannot be scored as they are (a verdict that is not a boolean,
+duplicate rows or question ids, verdicts missing for some of the benchmark's questions, ids
+outside the benchmark) are left out of every score, counted in the tables and listed in
+``data_errors.md``; the report is still written, and the command then exits 1 with one line
+per run naming the first items (``--allow-data-errors``: exit 0).
+"""
 
 from __future__ import annotations
 
+import sys
+
 HELP = "Table-3 accuracy (with CIs), differences, cost tables, figures, HTML gallery from runs"
+
+
+def _csv_list(values):
+    out = []
+    for v in values or []:
+        out += [x.strip() for x in v.split(",") if x.strip()]
+    return out or None
 
 
 def add_arguments(parser) -> None:
@@ -20,16 +36,32 @@ def add_arguments(parser) -> None:
     parser.add_argument("--wise-score", choices=["wiscore", "verified", "statement"],
                         help="WISE runs: WiScore (legacy), WISE_Verified, or our statement accuracy "
                         "(default: the release's own score among those judged)")
+    parser.add_argument("--allow-mixed-judges", action="store_true",
+                        help="compare runs judged by different judge models/revisions (refused otherwise)")
+    parser.add_argument("--allow-data-errors", action="store_true",
+                        help="exit 0 even when rows had to be left out as data errors")
+    parser.add_argument("--data", help="benchmark folder/file to check verdicts against (default: run.json's)")
+    parser.add_argument("--benchmark", help="benchmark loader for --data (default: run.json's)")
+    parser.add_argument("--ids", action="append", help="comma-separated item ids: tables over these only")
+    parser.add_argument("--classes", action="append", help="comma-separated classes: tables over these only")
 
 
 def run(args) -> int:
     from pathlib import Path
 
     from orig_local.evaluation.report import build_report
+    from orig_local.labels import SIMULATED, TINY
 
     written = build_report(args.runs, args.out, judge_name=args.judge_name, baseline=args.baseline,
                            n_boot=args.bootstrap, ci=args.ci, seed=args.seed, errors=args.errors,
-                           gallery=not args.no_gallery)
+                           gallery=not args.no_gallery, allow_mixed_judges=args.allow_mixed_judges,
+                           data=args.data, benchmark=args.benchmark, ids=_csv_list(args.ids),
+                           classes=_csv_list(args.classes))
+    report = Path(written["report"]).read_text(encoding="utf-8")
+    for label in (SIMULATED, TINY):
+        if label in report:
+            print(f"NOTE: {label}")
+    print(Path(written["status"]).read_text(encoding="utf-8"))
     print(Path(written["accuracy"]).read_text(encoding="utf-8"))
     from orig_local.evaluation.wise_score import wise_report
 
@@ -38,4 +70,22 @@ def run(args) -> int:
         print(wise)
     for name, path in written.items():
         print(f"{name}: {path}")
-    return 0
+    return data_error_exit(written, args.allow_data_errors)
+
+
+def data_error_exit(written: dict, allow: bool) -> int:
+    """One line per run with data errors on stderr (naming the first items); 1 unless allowed."""
+    import json
+    from pathlib import Path
+
+    path = written.get("data_errors")
+    if not path:
+        return 0
+    by_run: dict[str, list[str]] = {}
+    for e in json.loads(Path(path).with_suffix(".json").read_text(encoding="utf-8")):
+        by_run.setdefault(e["run"], []).append(f"{e['item']}: {e['problem']}")
+    for run, problems in by_run.items():
+        more = f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""
+        print(f"orig: data error: run {run}: {len(problems)} row(s) left out of the scores - "
+              f"{'; '.join(problems[:2])}{more}; see {path}", file=sys.stderr)
+    return 0 if allow else 1

@@ -43,22 +43,52 @@ class OpenClipEmbedder:
                  batch_size: int = 32, cache: Any | None = None):
         from orig_local._lazy import require
 
-        open_clip = require("open_clip", "gen")
-        import torch
-
-        self.torch = torch
-        self.device = pick_device(device)
+        require("open_clip", "gen")  # a missing extra fails here, before any run starts
         self.model_name = model_name
+        self.pretrained = pretrained
+        self._device = device
         self.batch_size = batch_size
-        model, _, preprocess = open_clip.create_model_and_transforms(
-            model_name, pretrained=pretrained, device=self.device
-        )
-        self.model = model.eval()
-        self.preprocess = preprocess
-        self.tokenizer = open_clip.get_tokenizer(model_name)
         self.cache = cache
         self._memory: dict[str, np.ndarray] = {}
         self.images_embedded = 0  # forward passes actually run (cache hits excluded)
+        # The weights load on first use, not here: `orig generate` contacts the backbone and
+        # checks its inputs before spending seconds (or a failed offline download) on CLIP.
+        self._loaded: tuple | None = None
+
+    def _load(self) -> tuple:
+        if self._loaded is None:
+            import open_clip
+            import torch
+
+            from orig_local.loaderrors import loading
+
+            device = pick_device(self._device)
+            with loading(self.model_name):  # not cached offline: one line saying how to get it
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    self.model_name, pretrained=self.pretrained, device=device
+                )
+            self._loaded = (torch, device, model.eval(), preprocess, open_clip.get_tokenizer(self.model_name))
+        return self._loaded
+
+    @property
+    def torch(self):
+        return self._load()[0]
+
+    @property
+    def device(self) -> str:
+        return self._load()[1]
+
+    @property
+    def model(self):
+        return self._load()[2]
+
+    @property
+    def preprocess(self):
+        return self._load()[3]
+
+    @property
+    def tokenizer(self):
+        return self._load()[4]
 
     @classmethod
     def from_config(cls, config: EmbedConfig, cache_dir=None) -> "OpenClipEmbedder":

@@ -26,19 +26,24 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from orig_local.errors import DataError
+
 from orig_local.evaluation.rundir import read_phase
 
 TRUE = {"true", "1", "yes", "t", "y"}
 FALSE = {"false", "0", "no", "f", "n"}
 
 
-class LabelsError(ValueError):
+class LabelsError(DataError):
     pass
 
 
 def read_labels(path: str | Path) -> tuple[dict[tuple[str, str], bool], int]:
     """(id, question_id) -> majority human answer; and the number of tied pairs left out."""
     votes: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    if not Path(path).is_file():
+        raise LabelsError(f"labels file not found: {path}",
+                          hint="pass a CSV with columns id,question_id,human (see docs/evaluation.md)")
     with Path(path).open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         need = {"id", "question_id", "human"}

@@ -9,8 +9,18 @@ Writes into ``DIR``:
                          searches, extension tokens, generation acc.
   figures/classes.png    per-class bars across runs (CI error bars)
   figures/backbone_scale.png   All vs backbone size, when runs differ only in backbone size
+  status.md / .csv       per run: items ok/degraded/failed per phase, stop reasons, judge errors
+                         (questions and items), missing verdicts, data errors
+  data_errors.md         every row that could not be scored, and why (when there are any)
   gallery/<label>.html   per prompt: image, references, final prompt, each question's verdict
-  report.md              all tables in one page
+  media/<label>/...      copies of the images the galleries show (the folder is self-contained:
+                         copy it anywhere and every image still shows)
+  report.md              all tables in one page, stand-in labels, provenance
+
+Every table has a ``notes`` column: † = the run has failed items (its scores cover only what
+ran), ‡ = rows with data errors were left out, SIMULATED / TINY = stand-in models (see
+:mod:`orig_local.labels`). Runs judged by different judges (model or revision) are refused side
+by side unless ``allow_mixed_judges``.
 """
 
 from __future__ import annotations
@@ -22,9 +32,11 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from orig_local.errors import UsageError
 from orig_local.evaluation.items import CLASS_ABBREV, CONCEPTS
-from orig_local.evaluation.results import RunResults, load_run, retrieval_summary, stage_means
+from orig_local.evaluation.results import RunResults, load_run, retrieval_summary, row_status, stage_means
 from orig_local.evaluation.scoring import bootstrap_ci, paired_difference, table_classes, table_row
+from orig_local.labels import SIMULATED, TINY
 
 STAGE_ORDER = ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
                "extension", "enhance"]
@@ -53,6 +65,49 @@ def _csv(path: Path, header: list[str], rows: list[list]) -> None:
         w.writerows(rows)
 
 
+# --------------------------------------------------------------------------- notes (footnotes)
+
+FAILED_MARK, DATA_MARK = "†", "‡"
+
+
+def run_notes(run: RunResults) -> list[str]:
+    """The short marks of a run's notes column (explained by :func:`notes_legend`)."""
+    marks = []
+    if run.failed_items:
+        marks.append(FAILED_MARK)
+    if run.data_errors:
+        marks.append(DATA_MARK)
+    if SIMULATED in run.labels:
+        marks.append("SIMULATED")
+    if TINY in run.labels:
+        marks.append("TINY")
+    return marks
+
+
+def notes_cell(run: RunResults) -> str:
+    return " ".join(run_notes(run))
+
+
+def notes_legend(runs: Sequence[RunResults]) -> str:
+    """Footnotes for the marks used by ``runs`` (empty when none)."""
+    lines = []
+    for run in runs:
+        if run.failed_items:
+            what = ", ".join(f"{ph} {n}" for ph, n in run.failed_items.items())
+            lines.append(f"{FAILED_MARK} `{run.label}` has failed items ({what}): they did not run as specified "
+                         "and are left out of its scores, which cover only the items that ran; see Status, "
+                         "rerun with `orig eval ... --retry-errors`.")
+        if run.data_errors:
+            lines.append(f"{DATA_MARK} `{run.label}`: {len(run.data_errors)} data error(s); those rows are left "
+                         "out of every score (see data_errors.md).")
+    used = {m for r in runs for m in run_notes(r)}
+    if "SIMULATED" in used:
+        lines.append(f"SIMULATED: {SIMULATED}.")
+    if "TINY" in used:
+        lines.append(f"TINY: {TINY}.")
+    return ("\n" + "\n".join(f"- {ln}" for ln in lines) + "\n") if lines else ""
+
+
 def columns_for(runs: Sequence[RunResults]) -> list[str]:
     prompts = [p for r in runs for p in r.prompts]
     return table_classes(prompts) if prompts else []
@@ -76,25 +131,30 @@ def accuracy_table(runs: Sequence[RunResults], n_boot: int = 1000, ci: float = 0
 
 def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int) -> str:
     cols, rows = accuracy_table(runs, n_boot, ci, seed)
-    head = ["run"] + [CLASS_ABBREV.get(c, c) for c in cols] + ["prompts", "judge errors"]
+    head = ["run"] + [CLASS_ABBREV.get(c, c) for c in cols] + ["prompts", "judge errors", "notes"]
     md_rows, csv_rows = [], []
-    for r in rows:
+    for run, r in zip(runs, rows):
         cells = r["cells"]
         fmt = [(_pct(v) + (f" ({_pct(lo)}–{_pct(hi)})" if n_boot and not math.isnan(lo) else "")) for v, lo, hi in
                (cells[c] for c in cols)]
         cnt = r["counts"]
         errs = f"{cnt['judge_question_errors']} q / {cnt['judge_item_errors']} items"
-        md_rows.append([r["label"], *fmt, str(cnt["judged_prompts"]), errs])
+        md_rows.append([r["label"], *fmt, str(cnt["judged_prompts"]), errs, notes_cell(run)])
         csv_rows.append([r["label"]] + [x for c in cols for x in (
             _round(cells[c][0]), _round(cells[c][1]), _round(cells[c][2]))]
-            + [cnt["judged_prompts"], cnt["judge_question_errors"], cnt["judge_item_errors"]])
+            + [cnt["judged_prompts"], cnt["judge_question_errors"], cnt["judge_item_errors"],
+               cnt.get("data_errors", 0), sum(run.failed_items.values()), notes_cell(run)])
     _csv(out / "accuracy.csv", ["run"] + [f"{c}{s}" for c in cols for s in ("", "_lo", "_hi")]
-         + ["prompts", "judge_question_errors", "judge_item_errors"], csv_rows)
+         + ["prompts", "judge_question_errors", "judge_item_errors", "data_errors", "failed_items", "notes"], csv_rows)
     note = (f"Accuracy (%); in brackets the {int(ci * 100)}% bootstrap CI over prompts ({n_boot} "
             "replicates, resampled within classes). All = mean of the class columns.\n\n") if n_boot else "Accuracy (%).\n\n"
-    md = note + _md(head, md_rows)
+    md = note + _md(head, md_rows) + notes_legend(runs)
     (out / "accuracy.md").write_text(md, encoding="utf-8")
     return md
+
+
+def _number(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _round(v):
@@ -110,11 +170,13 @@ def write_differences(runs, baseline: RunResults, out: Path, n_boot: int, ci: fl
             continue
         d = paired_difference(baseline.prompts, run.prompts, classes, n_boot=max(n_boot, 1), ci=ci, seed=seed)
         md_rows.append([f"{run.label} − {baseline.label}"] + [
-            f"{_signed(d[c][0])} ({_signed(d[c][1])}, {_signed(d[c][2])})" for c in cols])
+            f"{_signed(d[c][0])} ({_signed(d[c][1])}, {_signed(d[c][2])})" for c in cols]
+            + [" ".join(dict.fromkeys(run_notes(run) + run_notes(baseline)))])
         csv_rows.append([run.label, baseline.label] + [x for c in cols for x in map(_round, d[c])])
     _csv(out / "differences.csv", ["run", "baseline"] + [f"{c}{s}" for c in cols for s in ("", "_lo", "_hi")], csv_rows)
     md = (f"Differences in accuracy points, paired on prompt ids scored in both runs, with "
-          f"{int(ci * 100)}% bootstrap CI.\n\n" + _md(["run"] + [CLASS_ABBREV.get(c, c) for c in cols], md_rows))
+          f"{int(ci * 100)}% bootstrap CI.\n\n" + _md(["run"] + [CLASS_ABBREV.get(c, c) for c in cols] + ["notes"], md_rows)
+          + notes_legend(runs))
     (out / "differences.md").write_text(md, encoding="utf-8")
     return md
 
@@ -134,9 +196,13 @@ def write_cost(runs, out: Path) -> str:
         for key, name in COST_METRICS:
             rows.append([name] + [_num(means[s].get(key, 0.0), 2 if key == "seconds" else 1) for s in stages])
             csv_rows += [[run.label, s, key, round(means[s].get(key, 0.0), 4)] for s in stages]
-        parts.append(f"**{run.label}** (mean per prompt)\n\n" + _md(["metric"] + stages, rows))
+        marks = notes_cell(run)
+        est = " Token counts are estimates (word counts of a stand-in backbone)." if SIMULATED in run.labels else ""
+        parts.append(f"**{run.label}**{' ' + marks if marks else ''} (mean per prompt over items whose agent "
+                     f"phase did not fail).{est}\n\n" + _md(["metric"] + stages, rows))
     _csv(out / "cost.csv", ["run", "stage", "metric", "mean_per_prompt"], csv_rows)
-    md = "Per-stage cost (Table 6 layout).\n\n" + ("\n".join(parts) if parts else "No agent stage totals recorded.\n")
+    md = ("Per-stage cost (Table 6 layout).\n\n" + ("\n".join(parts) if parts else "No agent stage totals recorded.\n")
+          + notes_legend(runs))
     (out / "cost.md").write_text(md, encoding="utf-8")
     return md
 
@@ -145,17 +211,151 @@ def write_retrieval(runs, out: Path) -> str:
     keys = ["iterations", "retrieval_acc", "prompt_words", "references", "text_searches", "image_searches",
             "extension_in_tokens", "extension_out_tokens", "generation_acc"]
     head = ["run", "Iters", "R. Acc", "prompt words", "images", "text searches", "image searches",
-            "ext. in tokens", "ext. out tokens", "G. Acc"]
+            "ext. in tokens", "ext. out tokens", "G. Acc", "notes"]
     md_rows, csv_rows = [], []
     for run in runs:
         s = retrieval_summary(run)
         md_rows.append([run.label] + [
-            _pct(s[k]) if k.endswith("_acc") else _num(s[k]) for k in keys])
+            _pct(s[k]) if k.endswith("_acc") else _num(s[k]) for k in keys] + [notes_cell(run)])
         csv_rows.append([run.label] + [None if math.isnan(s[k]) else round(s[k], 4) for k in keys])
     _csv(out / "retrieval.csv", ["run"] + keys, csv_rows)
-    md = "Retrieval and prompt statistics (Tables 4/7 layout; means per prompt).\n\n" + _md(head, md_rows)
+    md = ("Retrieval and prompt statistics (Tables 4/7 layout; means per prompt).\n\n" + _md(head, md_rows)
+          + notes_legend(runs))
     (out / "retrieval.md").write_text(md, encoding="utf-8")
     return md
+
+
+def write_status(runs, out: Path) -> str:
+    """What happened in each run: items ok/degraded/failed per phase, stop reasons, judge
+    errors, missing verdicts, data errors."""
+    head = ["run", "agent ok/degr./failed", "stop reasons", "generate ok/failed", "judge ok/degr./failed",
+            "judge errors (questions / whole items)", "missing verdicts", "data errors", "notes"]
+    md_rows, csv_rows = [], []
+    for run in runs:
+        st = run.status
+        tri = lambda ph: "/".join(str(st.get(ph, {}).get(k, 0)) for k in ("ok", "degraded", "failed"))  # noqa: E731
+        gen = st.get("generate", {})
+        stops = ", ".join(f"{k} {v}" for k, v in sorted(run.stop_reasons.items(), key=lambda kv: -kv[1])) or "–"
+        c = run.counts
+        q_err = (f"{c['judge_question_errors']} questions in {c.get('judge_items_with_question_errors', 0)} "
+                 f"items / {c['judge_item_errors']} items")
+        md_rows.append([run.label, tri("agent"), stops, f"{gen.get('ok', 0) + gen.get('degraded', 0)}/{gen.get('failed', 0)}",
+                        tri("judge"), q_err, str(c.get("missing_verdicts", 0)), str(c.get("data_errors", 0)),
+                        notes_cell(run)])
+        csv_rows.append([run.label] + [st.get(ph, {}).get(k, 0) for ph in ("agent", "generate", "judge")
+                                       for k in ("ok", "degraded", "failed")]
+                        + [json_dumps(run.stop_reasons), c["judge_question_errors"],
+                           c.get("judge_items_with_question_errors", 0), c["judge_item_errors"],
+                           c.get("missing_verdicts", 0), c.get("data_errors", 0), notes_cell(run)])
+    _csv(out / "status.csv", ["run"] + [f"{ph}_{k}" for ph in ("agent", "generate", "judge")
+                                        for k in ("ok", "degraded", "failed")]
+         + ["stop_reasons", "judge_question_errors", "judge_items_with_question_errors", "judge_item_errors",
+            "missing_verdicts", "data_errors", "notes"], csv_rows)
+    md = "What happened in each run (items per phase: ok / degraded / failed).\n\n" + _md(head, md_rows) + notes_legend(runs)
+    warn = [f"- `{r.label}`: {w}" for r in runs for w in r.warnings]
+    if warn:
+        md += "\nWarnings:\n\n" + "\n".join(warn) + "\n"
+    (out / "status.md").write_text(md, encoding="utf-8")
+    return md
+
+
+def json_dumps(value) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def write_data_errors(runs, out: Path) -> str | None:
+    """data_errors.md: every row left out of the scores, and why (None when there are none)."""
+    lines = []
+    for run in runs:
+        for issue in run.data_errors:
+            lines.append(f"| {run.label} | {issue.phase} | {issue.item or '(no id)'} | {issue.message} |")
+    path, json_path = out / "data_errors.md", out / "data_errors.json"
+    if not lines:
+        for stale in (path, json_path):  # from an earlier report of the same folder
+            if stale.exists():
+                stale.unlink()
+        return None
+    json_path.write_text(json_dumps([{"run": r.label, "phase": i.phase, "item": i.item, "problem": i.message}
+                                     for r in runs for i in r.data_errors]) + "\n", encoding="utf-8")
+    md = ("Rows that could not be scored and were left out of every table (nothing was guessed).\n\n"
+          "| run | phase | item | problem |\n|---|---|---|---|\n" + "\n".join(lines) + "\n")
+    path.write_text(md, encoding="utf-8")
+    return md
+
+
+# Provenance fields every report prints (missing ones as "unknown"): (title, candidate keys).
+PROVENANCE_FIELDS = [
+    ("orig_local", ("code.orig_local", "orig_local_version", "orig_local", "version")),
+    ("git commit", ("code.git_commit", "git_commit", "commit", "git.commit")),
+    ("git dirty", ("code.git_dirty", "git_dirty", "dirty", "git.dirty")),
+    ("python", ("libraries.python", "python", "python_version")),
+    ("libraries", ("libraries", "packages", "versions")),
+    ("host", ("host.host", "host", "hostname")),
+    ("GPU", ("host.gpus", "gpus", "gpu", "accelerator")),
+    ("started", ("started_at", "started", "timestamps.started")),
+    ("finished", ("ended_at", "finished_at", "finished", "ended", "timestamps.finished")),
+    ("config hash", ("config_sha256", "config_hash")),
+]
+
+
+def _lookup(data: dict, key: str):
+    node = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _fmt(value) -> str:
+    if value is None or value == "" or value == {} or value == []:
+        return "unknown"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value)
+    return str(value)
+
+
+def provenance_block(run: RunResults) -> str:
+    """What produced a run, from run.json's ``provenance`` (read defensively: whatever is
+    missing shows as "unknown")."""
+    prov = run.provenance
+    lines = [f"**{run.label}** ({run.dir})", ""]
+    for title, keys in PROVENANCE_FIELDS:
+        value = next((v for v in (_lookup(prov, k) for k in keys) if v not in (None, "")), None)
+        lines.append(f"- {title}: {_fmt(value)}")
+    models = prov.get("models") if isinstance(prov.get("models"), dict) else {}
+    for role in ("backbone", "generator", "judge", "embedder"):
+        m = models.get(role)
+        preset_name = run.meta.get(role) if role != "embedder" else None
+        if isinstance(m, dict):
+            served = m.get("served_name") or m.get("served_model_name") or (
+                m.get("model") if m.get("backend") == "openai" else None)
+            fields = [("preset", m.get("preset") or preset_name), ("hub id", m.get("hub_id") or m.get("hf_id")),
+                      ("revision", m.get("revision")), ("served as", served)]
+            if m.get("backend"):
+                fields.insert(0, ("backend", m["backend"]))
+            lines.append(f"- {role}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in fields))
+        elif preset_name:
+            lines.append(f"- {role}: preset {preset_name}, hub id unknown, revision unknown")
+    lines.append(f"- judged by: {', '.join(run.judges) or 'unknown'}")
+    if not prov:
+        lines.append("- (run.json records no provenance: a run written before provenance was recorded)")
+    return "\n".join(lines) + "\n"
+
+
+def labels_banner(runs: Sequence[RunResults]) -> str:
+    """Stand-in labels, unmissable at the top of report.md."""
+    out = []
+    for label in (SIMULATED, TINY):
+        which = [r.label for r in runs if label in r.labels]
+        if which:
+            out.append(f"> **{label.upper() if label == SIMULATED else label.capitalize()}** "
+                       f"(runs: {', '.join(f'`{w}`' for w in which)})\n")
+    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------- figures
@@ -181,8 +381,20 @@ def figure_classes(runs, path: Path, n_boot: int, ci: float, seed: int) -> Path 
         lo = np.array([r["cells"][c][1] for c in cols]) * 100
         hi = np.array([r["cells"][c][2] for c in cols]) * 100
         err = None if not n_boot else np.nan_to_num(np.vstack([vals - lo, hi - vals]), nan=0.0).clip(min=0)
-        ax.bar(x + (k - (len(rows) - 1) / 2) * width, np.nan_to_num(vals), width, yerr=err, capsize=2, label=r["label"])
+        marks = notes_cell(runs[k])
+        pos = x + (k - (len(rows) - 1) / 2) * width
+        have = ~np.isnan(vals)  # no data is not 0 %: no bar, and said so
+        colour = f"C{k % 10}"  # explicit: a run without any bar still gets its own legend colour
+        label = r["label"] + (f" {marks}" if marks else "")
+        if have.any():
+            ax.bar(pos[have], vals[have], width, yerr=None if err is None else err[:, have], capsize=2,
+                   color=colour, label=label)
+        else:  # one zero-height bar: the run keeps its legend entry and colour
+            ax.bar(pos[:1], [0.0], width, color=colour, label=label)
+        for xp in pos[~have]:
+            ax.text(xp, 1, "no data", rotation=90, ha="center", va="bottom", fontsize=7, color=colour)
     ax.set_xticks(x, [CLASS_ABBREV.get(c, c) for c in cols])
+    ax.set_xlim(-0.5, len(cols) - 0.5)
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     return _save_figure(fig, ax, path)
@@ -221,14 +433,17 @@ def figure_backbone_scale(runs, path: Path, n_boot: int, ci: float, seed: int) -
 
 
 def _save_figure(fig, ax, path: Path) -> Path:
-    """The finishing touches both figures share: legend, no top/right frame, saved, closed."""
+    """The finishing touches both figures share: legend, no top/right frame, saved, closed.
+    The legend sits below the axes, so it can never hide a bar or a point."""
     import matplotlib.pyplot as plt
 
-    ax.legend(fontsize=8, frameon=False)
+    handles, _ = ax.get_legend_handles_labels()
+    legend = ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+                       ncol=min(max(len(handles), 1), 3))
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_extra_artists=[legend], bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -236,35 +451,88 @@ def _save_figure(fig, ax, path: Path) -> Path:
 # --------------------------------------------------------------------------- gallery
 
 
-def write_gallery(run: RunResults, path: Path) -> Path:
-    """Static HTML: per prompt the image, references, final prompt and every verdict. Images
-    are linked by relative path (the run folder stays the single copy)."""
+def write_gallery(run: RunResults, path: Path, media: Path | None = None) -> Path:
+    """Static HTML: per prompt the image, references, final prompt and every verdict.
+
+    Every image the page shows is copied (hard-linked when possible) under ``media`` (default
+    ``<report>/media/<label>/``) and linked by a relative path, so the report folder can be
+    moved or copied anywhere and still shows every image. Rows missing optional fields render
+    with what they have."""
+    import hashlib
+    import shutil
+
     import jinja2
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    media = media or path.parent.parent / "media" / _slug(run.label)
+    copied: dict[Path, str | None] = {}
 
-    def rel(p: str | None, base: Path = run.dir) -> str | None:
-        if not p:
+    def local(p) -> str | None:
+        """A relative src for ``p`` (run-relative or absolute), copied into the report."""
+        if not p or not isinstance(p, str):
             return None
-        full = Path(p) if Path(p).is_absolute() else base / p
-        return os.path.relpath(full, path.parent)
+        src = Path(p) if Path(p).is_absolute() else run.dir / p
+        if src in copied:
+            return copied[src]
+        if not src.is_file():
+            copied[src] = None
+            return None
+        try:
+            inside = src.resolve().relative_to(run.dir.resolve())
+        except ValueError:  # benchmark reference images etc.: outside the run folder
+            digest = hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:10]
+            inside = Path("external") / f"{digest}_{src.name}"
+        dst = media / inside
+        if not dst.is_file() or dst.stat().st_size != src.stat().st_size:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if dst.exists():
+                dst.unlink()
+            try:
+                os.link(src, dst)  # no copy of the bytes when on the same file system
+            except OSError:
+                shutil.copy2(src, dst)
+        copied[src] = os.path.relpath(dst, path.parent).replace(os.sep, "/")
+        return copied[src]
 
+    scores = run.scores
+    data_errors: dict[str, list[str]] = {}
+    for issue in run.data_errors:
+        data_errors.setdefault(issue.item or "", []).append(f"{issue.phase}: {issue.message}")
     entries = []
     ids = list(run.agent_rows) + [i for i in run.judge_rows if i not in run.agent_rows]
     for pid in ids:
         a, g, j = run.agent_rows.get(pid, {}), run.gen_rows.get(pid, {}), run.judge_rows.get(pid, {})
+        verdicts = []
+        for v in (j["verdicts"] if isinstance(j.get("verdicts"), list) else []):
+            if not isinstance(v, dict):
+                continue
+            raw = v.get("raw")
+            verdicts.append({
+                "text": v.get("text") or v.get("qid") or "(question text not recorded)",
+                "concept": v.get("concept"), "reference_image": local(v.get("reference_image")),
+                "error": v.get("error"), "correct": v.get("correct") if isinstance(v.get("correct"), bool) else None,
+                "answer": v.get("answer"), "raw": raw if isinstance(raw, list) else ([str(raw)] if raw else []),
+                "p_true": v.get("p_true") if isinstance(v.get("p_true"), (int, float)) else None,
+            })
+        statuses = {ph: row_status(r, ph) for ph, r in (("agent", a), ("generate", g), ("judge", j)) if r}
         entries.append({
             "id": pid, "category": a.get("category") or j.get("category", ""),
             "prompt": a.get("prompt", ""), "final_prompt": a.get("final_prompt", ""),
-            "image": rel(g.get("image")), "references": [rel(r) for r in a.get("references") or []],
-            "score": j.get("score"), "errors": [e for e in (a.get("error"), g.get("error"), j.get("error")) if e],
-            "verdicts": [{**v, "reference_image": rel(v.get("reference_image"))} for v in j.get("verdicts", [])],
-            "retrieval": run.retrieval_rows.get(pid, {}).get("accuracy"),
+            "image": local(g.get("image")), "image_missing": bool(g.get("image")) and local(g.get("image")) is None,
+            "references": [r for r in (local(x) for x in a.get("references") or []) if r],
+            "score": scores.get(pid), "errors": [e for e in (a.get("error"), g.get("error"), j.get("error")) if e],
+            "data_errors": data_errors.get(pid, []),
+            "failed": [ph for ph, st in statuses.items() if st == "failed"],
+            "verdicts": verdicts,
+            "retrieval": _number(run.retrieval_rows.get(pid, {}).get("accuracy")),
         })
+    has_p_true = any(v["p_true"] is not None for e in entries for v in e["verdicts"])
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
                              autoescape=True, undefined=jinja2.StrictUndefined)
-    page = env.get_template("gallery.html.jinja").render(label=run.label, meta=run.meta, entries=entries,
-                                                        counts=run.counts, pct=_pct)
+    meta = {k: v for k, v in run.meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
+    page = env.get_template("gallery.html.jinja").render(
+        label=run.label, meta=meta, entries=entries, counts=run.counts, pct=_pct, labels=run.labels,
+        has_p_true=has_p_true, status=run.status, estimated=SIMULATED in run.labels)
     path.write_text(page, encoding="utf-8")
     return path
 
@@ -274,22 +542,50 @@ def write_gallery(run: RunResults, path: Path) -> Path:
 
 def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, *, judge_name: str | None = None,
                  baseline: str | Path | None = None, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                 errors: str = "exclude", gallery: bool = True) -> dict[str, Path]:
+                 errors: str = "exclude", gallery: bool = True, allow_mixed_judges: bool = False,
+                 data: str | Path | None = None, benchmark: str | None = None,
+                 ids: Sequence[str] | None = None, classes: Sequence[str] | None = None) -> dict[str, Path]:
     """Write every table, figure and gallery for ``run_dirs`` into ``out`` (default
     ``<run>/report`` for one run). ``judge_name`` may list several judges ("default,qwen7b")
-    to compare them side by side. Returns the written paths by name."""
+    to compare them side by side. ``data``/``benchmark``: where the benchmark is (default:
+    run.json's), for checking verdicts against its question lists. ``ids``/``classes``
+    restrict the tables (unknown ones are an error). Returns the written paths by name.
+
+    Nothing is written (no folder created) when a run folder is missing or unreadable, or
+    when runs judged by different judges would be compared without ``allow_mixed_judges``."""
+    if not run_dirs:
+        raise UsageError("no run folder given", hint="orig report RUN [RUN ...]")
     # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.
     names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
     runs = []
+    items_cache: dict[tuple, dict | None] = {}
     for d in run_dirs:
         for name in names:
-            run = load_run(d, name, errors)
+            from orig_local.evaluation.results import load_benchmark_items, read_run_meta
+
+            meta = read_run_meta(d) if Path(d).is_dir() else {}
+            key = (str(data or meta.get("data")), str(benchmark or meta.get("benchmark")))
+            if key not in items_cache:  # one load per benchmark, however many runs use it
+                items_cache[key] = load_benchmark_items(meta, data, benchmark) if Path(d).is_dir() else (None, None)
+            items, why = items_cache[key]
+            run = load_run(d, name, errors, items=items, check_benchmark=False)
+            if items is None and why:
+                run.warnings.insert(0, f"benchmark not checked: {why}; verdicts were validated without the "
+                                       "question list (pass --data to check them)")
             if len(names) > 1:
                 run.label = f"{run.label} [{name or 'default'}]"
             runs.append(run)
+    if ids or classes:
+        _restrict(runs, ids, classes)
+    # One run whose rows come from several judges is warned about in its Status; several runs
+    # judged differently must not stand side by side unless asked for.
+    mixed = _mixed_judges(runs) if len(names) == 1 and len(runs) > 1 else None
+    if mixed and not allow_mixed_judges:
+        raise UsageError(f"runs were judged by different judges ({mixed}); their scores are not comparable",
+                         hint="report them separately, rejudge with one judge, or pass --allow-mixed-judges")
     if out is None:
         if len(run_dirs) != 1:
-            raise ValueError("several runs: pass --out DIR for the comparison report")
+            raise UsageError("several runs: pass --out DIR for the comparison report")
         out = runs[0].dir / "report"
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -298,13 +594,29 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
         for k, r in enumerate(runs):
             r.label = f"{r.label}#{k + 1}"
     written: dict[str, Path] = {}
-    sections = ["# FIG-Eval report\n", "Runs: " + ", ".join(f"`{r.label}` ({r.dir})" for r in runs) + "\n",
-                "## Accuracy\n", write_accuracy(runs, out, n_boot, ci, seed)]
+    sections = ["# FIG-Eval report\n"]
+    banner = labels_banner(runs)
+    if banner:
+        sections.append(banner)
+    sections.append("Runs: " + ", ".join(f"`{r.label}` ({r.dir})" for r in runs) + "\n")
+    if mixed:
+        sections.append(f"> **Mixed judges** (allowed with --allow-mixed-judges): {mixed}. "
+                        "Differences between these runs include the judges' differences.\n")
+    sections += ["## Status\n", write_status(runs, out)]
+    written["status"] = out / "status.md"
+    errors_md = write_data_errors(runs, out)
+    if errors_md:
+        sections += ["## Data errors\n", errors_md]
+        written["data_errors"] = out / "data_errors.md"
+    sections += ["## Accuracy\n", write_accuracy(runs, out, n_boot, ci, seed)]
     written["accuracy"] = out / "accuracy.md"
     if len(runs) > 1:
         base = runs[0]
         if baseline is not None:
-            base = next(r for r in runs if r.dir.resolve() == Path(baseline).resolve())
+            base = next((r for r in runs if r.dir.resolve() == Path(baseline).resolve()), None)
+            if base is None:
+                raise UsageError(f"--baseline {baseline} is not one of the runs",
+                                 hint="runs: " + ", ".join(str(r.dir) for r in runs))
         sections += ["## Differences\n", write_differences(runs, base, out, n_boot, ci, seed)]
         written["differences"] = out / "differences.md"
     sections += ["## Retrieval\n", write_retrieval(runs, out), "## Cost\n", write_cost(runs, out)]
@@ -319,12 +631,44 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
         sections.append("![backbone scale](figures/backbone_scale.png)\n")
     if gallery:
         for r in runs:
-            written[f"gallery:{r.label}"] = write_gallery(r, out / "gallery" / f"{_slug(r.label)}.html")
+            written[f"gallery:{r.label}"] = write_gallery(r, out / "gallery" / f"{_slug(r.label)}.html",
+                                                          out / "media" / _slug(r.label))
         sections.append("Galleries: " + ", ".join(
             f"[{r.label}](gallery/{_slug(r.label)}.html)" for r in runs) + "\n")
+    sections += ["## Provenance\n"] + [provenance_block(r) for r in runs]
     (out / "report.md").write_text("\n".join(sections), encoding="utf-8")
     written["report"] = out / "report.md"
     return written
+
+
+def _mixed_judges(runs: Sequence[RunResults]) -> str | None:
+    """A description of the judges when the runs (or the rows of one run) were judged by more
+    than one judge model/revision; None when they agree."""
+    judged = [r for r in runs if r.judges]
+    idents = {j for r in judged for j in r.judges}
+    if len(idents) <= 1:
+        return None
+    return "; ".join(f"{r.label}: {', '.join(r.judges)}" for r in judged)
+
+
+def _restrict(runs: Sequence[RunResults], ids, classes) -> None:
+    """Keep only the selected items in every run's scores (unknown ids/classes: an error that
+    lists the valid ones)."""
+    from types import SimpleNamespace
+
+    from orig_local.evaluation.selection import check_selection, normalize
+
+    known = {}
+    for r in runs:
+        for p in r.prompts:
+            known[p.id] = p.category
+        for rid, row in r.judge_rows.items():
+            known.setdefault(rid, normalize(str(row.get("category", ""))))
+    wanted_classes = check_selection([SimpleNamespace(id=i, category=c) for i, c in known.items()], ids, classes)
+    for r in runs:
+        r.prompts = [p for p in r.prompts if (not ids or p.id in ids)
+                     and (not wanted_classes or normalize(p.category) in wanted_classes)]
+        r.counts["judged_prompts"] = len(r.prompts)
 
 
 def _slug(text: str) -> str:

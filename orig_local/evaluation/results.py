@@ -1,13 +1,47 @@
-"""Read a run folder's JSONL back into scores (everything reports need, nothing cached)."""
+"""Read a run folder's JSONL back into scores (everything reports need, nothing cached).
+
+Rows are checked before they are scored; nothing is silently resolved:
+
+* every row of a phase is read from the main file and every shard file; an id that appears
+  more than once is a *data error* (the item is not scored), never "first wins";
+* each judge row's verdicts are checked (:func:`~orig_local.evaluation.scoring.check_verdicts`)
+  against the benchmark's question list when the benchmark named in ``run.json`` (or given
+  with ``data=``) can be loaded: ids outside the benchmark, missing or extra verdicts and
+  non-boolean verdicts are data errors;
+* class names are normalised (``sport`` -> ``sports``) before scoring;
+* every row gets a status (``ok``/``degraded``/``failed``: the row's own ``status`` field, or
+  derived from ``error`` for rows written before it existed), counted per phase.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orig_local.evaluation.rundir import read_meta, read_phase, run_label
-from orig_local.evaluation.scoring import PromptScore, mean_ignoring_nan, prompt_score
+from orig_local.errors import DataError
+from orig_local.evaluation.rundir import phase_file, run_label, shard_files
+from orig_local.evaluation.scoring import PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
+from orig_local.evaluation.store import read_rows
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "degraded", "failed")
+
+
+@dataclass
+class DataIssue:
+    """One data error: a row (or verdict) that cannot be scored as it is."""
+
+    phase: str
+    item: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.phase} {self.item or '(no id)'}: {self.message}"
 
 
 @dataclass
@@ -22,49 +56,322 @@ class RunResults:
     gen_rows: dict[str, dict]
     retrieval_rows: dict[str, dict]
     counts: dict[str, int] = field(default_factory=dict)
+    status: dict[str, dict[str, int]] = field(default_factory=dict)  # phase -> ok/degraded/failed
+    stop_reasons: dict[str, int] = field(default_factory=dict)
+    data_errors: list[DataIssue] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # unreadable lines, benchmark not checked...
+    judges: list[str] = field(default_factory=list)  # judge identities (model [@ revision])
+    labels: list[str] = field(default_factory=list)  # stand-in labels (orig_local.labels)
+    benchmark_checked: bool = False
 
     @property
     def retrieval_accuracy(self) -> float:
         """Mean over prompts of A_i (paper Eq. 12)."""
         return mean_ignoring_nan(r["accuracy"] for r in self.retrieval_rows.values()
-                                 if r.get("accuracy") is not None)
+                                 if isinstance(r.get("accuracy"), (int, float)) and not isinstance(r["accuracy"], bool)
+                                 and not r.get("_duplicate"))
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """S_i of every scored item, by id (what galleries show: never a row's stored score)."""
+        return {p.id: p.s for p in self.prompts}
+
+    @property
+    def failed_items(self) -> dict[str, int]:
+        """Failed rows per phase (phases with none left out)."""
+        return {ph: c["failed"] for ph, c in self.status.items() if c.get("failed")}
+
+    @property
+    def provenance(self) -> dict:
+        prov = self.meta.get("provenance")
+        return prov if isinstance(prov, dict) else {}
 
 
-def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "exclude") -> RunResults:
-    """Scores of one run from its JSONL. ``errors``: how unparseable verdicts count (see scoring)."""
-    run_dir = Path(run_dir)
-    judge_rows = read_phase(run_dir, "judge", judge_name)
-    prompts: list[PromptScore] = []
-    question_errors = item_errors = 0
-    for row in judge_rows.values():
-        if row.get("error"):
-            item_errors += 1
+# --------------------------------------------------------------------------- reading
+
+
+def read_run_meta(run_dir: str | Path) -> dict:
+    """``run.json`` of a run folder ({} when absent); a corrupt one is a DataError naming it."""
+    path = Path(run_dir) / "run.json"
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not valid JSON ({exc})",
+                        hint="restore it from a backup or rerun `orig eval` with a new --out") from exc
+    if not isinstance(meta, dict):
+        raise DataError(f"{path}: expected a JSON object, got {type(meta).__name__}")
+    return meta
+
+
+def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
+                  warnings: list[str] | None = None) -> list[dict]:
+    """Every row of a phase, main file then shard files, duplicates kept (the caller counts
+    them). Lines that cannot be read are counted into ``warnings``."""
+    main = phase_file(run_dir, phase, judge_name)
+    rows: list[dict] = []
+    for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
+        if not path.is_file():
             continue
-        ps = prompt_score(row["id"], row["category"],
-                          [(v.get("concept"), v.get("correct")) for v in row.get("verdicts", [])
-                           if v.get("correct") is not None or v.get("error")],  # graded rubrics (WiScore) aside
-                          errors=errors)
-        question_errors += ps.errors
+        got = _read_rows_capturing(path, warnings)
+        lines = sum(1 for ln in path.read_bytes().split(b"\n") if ln.strip())
+        bad = [r for r in got if not isinstance(r, dict)]
+        got = [r for r in got if isinstance(r, dict)]
+        if warnings is not None and (lines > len(got) or bad):
+            warnings.append(f"{path.name}: {lines - len(got)} of {lines} line(s) could not be read "
+                            "(corrupt or torn); their items are not in this report")
+        rows += got
+    return rows
+
+
+def _read_rows_capturing(path: Path, warnings: list[str] | None) -> list:
+    """``store.read_rows``, with any warning it logs (e.g. corrupt-line counts) kept for the report."""
+    store_log = logging.getLogger("orig_local.evaluation.store")
+    captured: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.WARNING:
+                captured.append(record.getMessage())
+
+    handler = _Keep()
+    store_log.addHandler(handler)
+    try:
+        rows = read_rows(path)
+    finally:
+        store_log.removeHandler(handler)
+    if warnings is not None:
+        warnings += captured
+    return list(rows)
+
+
+def _by_id(rows: list[dict], phase: str, issues: list[DataIssue]) -> dict[str, dict]:
+    """id -> row; rows without an id and ids given more than once are data errors (and left
+    out: which of two rows is right cannot be decided here)."""
+    counts = Counter(r.get("id") for r in rows)
+    out: dict[str, dict] = {}
+    for row in rows:
+        rid = row.get("id")
+        if not isinstance(rid, str) or not rid:
+            issues.append(DataIssue(phase, None, "row without an id"))
+        elif counts[rid] > 1:
+            if rid not in out:
+                issues.append(DataIssue(phase, rid, f"{counts[rid]} rows for this item (duplicate rows are "
+                                                    "not resolved: remove the wrong one, or rerun it)"))
+                out[rid] = {**row, "_duplicate": counts[rid]}
+        else:
+            out[rid] = row
+    return out
+
+
+def row_status(row: dict, phase: str = "") -> str:
+    """ok / degraded / failed: the row's ``status``, or - for rows written before it existed -
+    failed when the row has an ``error`` (or the agent stopped with ``error``)."""
+    status = row.get("status")
+    if status in STATUSES:
+        return status
+    if row.get("error"):
+        return "failed"
+    if phase == "agent" and row.get("stop_reason") == "error":
+        return "failed"
+    return "ok"
+
+
+def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None):
+    """The run's benchmark items by id, or (None, reason) when they cannot be loaded."""
+    data = data or meta.get("data")
+    benchmark = benchmark or meta.get("benchmark") or "figeval"
+    if not data:
+        return None, "run.json names no benchmark data"
+    try:
+        from orig_local.evaluation.loaders import load_benchmark
+
+        items = load_benchmark(benchmark, data, include_others=True)
+    except Exception as exc:  # a moved or unreadable benchmark: say so, check what we can
+        return None, f"benchmark {benchmark} at {data} could not be loaded ({' '.join(str(exc).split())[:200]})"
+    return {it.id: it for it in items}, None
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "exclude", *,
+             data: str | Path | None = None, benchmark: str | None = None, check_benchmark: bool = True,
+             items: dict | None = None) -> RunResults:
+    """Scores of one run from its JSONL. ``errors``: how unparseable verdicts count (see
+    scoring). ``data``/``benchmark`` override where the benchmark is read from (default: what
+    run.json names); ``items`` passes it ready-loaded (id -> BenchmarkItem)."""
+    from orig_local.evaluation.loaders.figeval import normalize_class
+    from orig_local.evaluation.items import FIGEVAL_CLASSES
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise DataError(f"run folder not found: {run_dir}", hint="pass the --out folder of an `orig eval` run")
+    if not (run_dir / "run.json").is_file() and not any(run_dir.glob("*.jsonl")):
+        raise DataError(f"{run_dir} holds no run results (no run.json, no <phase>.jsonl)",
+                        hint="pass the --out folder of an `orig eval` run")
+    meta = read_run_meta(run_dir)
+    warnings: list[str] = []
+    issues: list[DataIssue] = []
+    judge_file = phase_file(run_dir, "judge", judge_name)
+    if judge_name and not judge_file.is_file() and not shard_files(run_dir, judge_file.stem):
+        raise DataError(f"{run_dir}: no verdicts of judge {judge_name!r} ({judge_file.name})")
+
+    if items is None and check_benchmark:
+        items, why = load_benchmark_items(meta, data, benchmark)
+        if items is None:
+            warnings.append(f"benchmark not checked: {why}; verdicts were validated without the question list")
+
+    def norm(category) -> str:
+        name = normalize_class(str(category or ""))
+        return name if name in FIGEVAL_CLASSES else str(category or "")
+
+    phases = {}
+    for phase in ("agent", "generate", "judge", "retrieval"):
+        name = judge_name if phase in ("judge", "retrieval") else None
+        phases[phase] = _by_id(read_all_rows(run_dir, phase, name, warnings), phase, issues)
+    agent_rows, gen_rows, judge_rows, retrieval_rows = (phases[p] for p in ("agent", "generate", "judge", "retrieval"))
+
+    prompts: list[PromptScore] = []
+    question_errors = item_errors = missing = items_with_q_errors = failed_upstream = 0
+    judge_status: Counter = Counter()
+    judges: list[str] = []
+    for rid, row in judge_rows.items():
+        if row.get("judge") and str(row["judge"]) not in judges:
+            judges.append(str(row["judge"]))
+        if row.get("_duplicate"):
+            continue  # a data error (counted there), not a judge failure
+        item = items.get(rid) if items is not None else None
+        if items is not None and item is None:
+            issues.append(DataIssue("judge", rid, "id is not in the benchmark (rejected)"))
+            continue
+        category = norm(item.category if item is not None else row.get("category"))
+        if item is not None and row.get("category") and norm(row["category"]) != category:
+            issues.append(DataIssue("judge", rid, f"class {row['category']!r} differs from the benchmark's "
+                                                  f"{item.category!r}"))
+            continue
+        upstream = [ph for ph, rows in (("agent", agent_rows), ("generate", gen_rows))
+                    if rid in rows and row_status(rows[rid], ph) == "failed"]
+        if upstream:  # judged, but not what the condition specifies (e.g. the raw-prompt fallback)
+            failed_upstream += 1
+            judge_status["failed"] += 1
+            continue
+        status = row_status(row, "judge")
+        if status == "failed" and not row.get("verdicts"):  # the item could not be judged at all
+            item_errors += 1
+            judge_status["failed"] += 1
+            continue
+        questions = [(q.id, q.concept) for q in item.questions] if item is not None else None
+        check = check_verdicts(row.get("verdicts", []), questions)
+        missing += len(check.missing)
+        if not check.ok:
+            for problem in check.problems:
+                issues.append(DataIssue("judge", rid, problem))
+            continue
+        question_errors += check.question_errors
+        items_with_q_errors += bool(check.question_errors)
+        if status == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
+            judge_status["failed"] += 1  # every question errored (or the row says failed): not scored
+            continue
+        elif check.question_errors or status == "degraded":
+            judge_status["degraded"] += 1
+        else:
+            judge_status["ok"] += 1
+        ps = prompt_score(rid, category, check.outcomes, errors=errors)
         if ps.total:
             prompts.append(ps)
-    agent_rows = read_phase(run_dir, "agent")
-    gen_rows = read_phase(run_dir, "generate")
-    retrieval_rows = read_phase(run_dir, "retrieval", judge_name)
-    counts = {
-        "agent_rows": len(agent_rows), "agent_errors": sum(bool(r.get("error")) for r in agent_rows.values()),
-        "images": sum(bool(r.get("image")) for r in gen_rows.values()),
-        "generate_errors": sum(bool(r.get("error")) for r in gen_rows.values()),
-        "judged_prompts": len(prompts), "judge_item_errors": item_errors,
-        "judge_question_errors": question_errors,
-        "questions": sum(len(r.get("verdicts", [])) for r in judge_rows.values()),
+
+    status = {
+        "agent": _status_counts(agent_rows, "agent"),
+        "generate": _status_counts(gen_rows, "generate"),
+        "judge": {s: judge_status.get(s, 0) for s in STATUSES},
     }
-    return RunResults(run_dir, run_label(run_dir), read_meta(run_dir), judge_name, prompts,
-                      judge_rows, agent_rows, gen_rows, retrieval_rows, counts)
+    if retrieval_rows:
+        status["retrieval"] = _status_counts(retrieval_rows, "retrieval")
+    stop_reasons = Counter(str(r.get("stop_reason")) for r in agent_rows.values() if r.get("stop_reason"))
+    revision = _judge_revision(meta)
+    # The judge's identity: the model name on its rows (run.json's judge for older rows), plus
+    # the revision when provenance recorded it. Runs without verdicts have none.
+    ident = [f"{j} @ {revision}" if revision else j for j in judges] or (
+        [str(meta["judge"]) + (f" @ {revision}" if revision else "")] if meta.get("judge") and judge_rows else [])
+    if len(judges) > 1:
+        warnings.append(f"{judge_file.name}: rows from {len(judges)} different judges ({', '.join(judges)})")
+    counts = {
+        "agent_rows": len(agent_rows), "agent_errors": status["agent"]["failed"],
+        "images": sum(bool(r.get("image")) for r in gen_rows.values()),
+        "generate_errors": status["generate"]["failed"],
+        "judged_prompts": len(prompts), "judge_item_errors": item_errors,
+        "judge_question_errors": question_errors, "judge_items_with_question_errors": items_with_q_errors,
+        "questions": sum(len(r.get("verdicts") or []) for r in judge_rows.values() if isinstance(r.get("verdicts"), list)),
+        "missing_verdicts": missing, "data_errors": len(issues), "not_scored_failed_upstream": failed_upstream,
+        "data_error_items": len({(i.phase, i.item) for i in issues}),
+    }
+    result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, prompts,
+                        judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
+                        issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_rows),
+                        benchmark_checked=items is not None)
+    return result
+
+
+def _status_counts(rows: dict[str, dict], phase: str) -> dict[str, int]:
+    """ok/degraded/failed over a phase's rows (duplicated ids are data errors, not counted)."""
+    c = Counter(row_status(r, phase) for r in rows.values() if not r.get("_duplicate"))
+    return {s: c.get(s, 0) for s in STATUSES}
+
+
+def _judge_revision(meta: dict) -> str | None:
+    """The judge model's revision from run.json's provenance, when recorded."""
+    models = (meta.get("provenance") or {}).get("models") if isinstance(meta.get("provenance"), dict) else None
+    judge = models.get("judge") if isinstance(models, dict) else None
+    rev = judge.get("revision") if isinstance(judge, dict) else None
+    return str(rev) if rev else None
+
+
+def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] | None = None) -> list[str]:
+    """Stand-in labels of a run: from its config.yaml (the backbone only when the condition
+    uses one), and from any trace that recorded labels."""
+    from orig_local.labels import config_labels
+
+    labels: list[str] = []
+    cfg_path = Path(run_dir) / "config.yaml"
+    if cfg_path.is_file():
+        try:
+            import yaml
+
+            cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+        except Exception:
+            cfg = {}
+        if isinstance(cfg, dict):
+            condition = meta.get("condition") or (cfg.get("agent") or {}).get("condition")
+            roles = ["judge", "generator"] + ([] if condition == "direct" else ["backbone"])
+            labels += config_labels(cfg, roles)
+    from orig_local.labels import SIMULATED, STAND_IN_BACKENDS, TINY, _ordered
+
+    models = (meta.get("provenance") or {}).get("models") if isinstance(meta.get("provenance"), dict) else None
+    for role, info in (models or {}).items() if isinstance(models, dict) else []:
+        if not isinstance(info, dict):
+            continue
+        if role == "backbone" and info.get("backend") in STAND_IN_BACKENDS and SIMULATED not in labels:
+            labels.append(SIMULATED)
+        elif info.get("tiny_random_weights") and TINY not in labels and not (
+                role == "backbone" and info.get("backend") in STAND_IN_BACKENDS):
+            labels.append(TINY)
+
+    for row in (agent_rows or {}).values():  # labels the agent recorded in its notes
+        for note in (row.get("labels") or []) + (row.get("notes") or []):
+            if note in (SIMULATED, TINY) and note not in labels:
+                labels.append(note)
+
+    return _ordered(labels)
+
+
+# --------------------------------------------------------------------------- derived numbers
 
 
 def stage_means(run: RunResults) -> dict[str, dict[str, float]]:
     """Per-stage totals averaged over prompts whose agent phase succeeded (cost tables)."""
-    rows = [r for r in run.agent_rows.values() if not r.get("error") and r.get("stages") is not None]
+    rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed" and r.get("stages") is not None]
     out: dict[str, dict[str, float]] = {}
     for r in rows:
         for stage, totals in (r.get("stages") or {}).items():
@@ -81,11 +388,11 @@ def retrieval_summary(run: RunResults) -> dict[str, float]:
     searches, prompt-extension tokens, generation accuracy (All)."""
     from orig_local.evaluation.scoring import table_row
 
-    rows = [r for r in run.agent_rows.values() if not r.get("error")]
+    rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed"]
     means = stage_means(run)
 
     def avg(values):
-        values = [v for v in values if v is not None]
+        values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
         return sum(values) / len(values) if values else math.nan
 
     total = lambda key: sum(d.get(key, 0.0) for d in means.values()) if means else math.nan  # noqa: E731

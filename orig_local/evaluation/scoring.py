@@ -12,6 +12,11 @@
 
 Unparseable judge verdicts are never silently scored: ``errors="exclude"`` (default) drops
 them from S_i, ``errors="false"`` counts them wrong; either way they are counted.
+
+Bad data is refused, not guessed (:func:`check_verdicts`): a verdict whose ``correct`` is not a
+JSON boolean (the string ``"false"`` included), a question id given twice, a verdict missing for
+one of the benchmark's questions or given for a question the item does not have - each is a
+*data error* of the item, which is then left out of every score and counted.
 """
 
 from __future__ import annotations
@@ -65,6 +70,70 @@ def prompt_score(id: str, category: str, outcomes: Iterable[tuple[str | None, bo
             slot[0] += int(bool(ok))
             slot[1] += 1
     return PromptScore(id, category, correct, total, n_err, {k: (v[0], v[1]) for k, v in by.items()})
+
+
+@dataclass
+class VerdictCheck:
+    """What :func:`check_verdicts` found in one item's verdicts."""
+
+    outcomes: list[tuple[str | None, bool | None]]  # (concept, correct); None = judge error
+    problems: list[str] = field(default_factory=list)  # data errors (the item is not scored)
+    missing: list[str] = field(default_factory=list)  # benchmark question ids without a verdict
+    question_errors: int = 0  # verdicts the judge could not give (error recorded)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_verdicts(verdicts: object, questions: Sequence[tuple[str, str | None]] | None = None) -> VerdictCheck:
+    """Validate one judge row's ``verdicts`` before anything is scored.
+
+    ``questions``: the benchmark's ``(question id, concept)`` list for the item, when known; the
+    verdicts must then cover exactly those ids, and the benchmark's concept is used. A verdict
+    with an ``error`` is a judge error (``correct`` ignored); one without must carry
+    ``correct`` as a JSON boolean - ``"false"``, ``0`` or ``null`` are data errors, never
+    counted correct. A graded verdict (``correct`` None, ``answer`` a mapping of grades, e.g.
+    WISE's WiScore) has no right/wrong: it is neither scored here nor an error."""
+    if not isinstance(verdicts, list):
+        return VerdictCheck([], [f"'verdicts' is {type(verdicts).__name__}, not a list"])
+    check = VerdictCheck([])
+    concept_of = dict(questions) if questions is not None else None
+    seen: set[str] = set()
+    for n, v in enumerate(verdicts, 1):
+        if not isinstance(v, dict):
+            check.problems.append(f"verdict #{n} is {type(v).__name__}, not an object")
+            continue
+        qid = v.get("qid")
+        if not isinstance(qid, str) or not qid:
+            check.problems.append(f"verdict #{n} has no question id (qid)")
+            continue
+        if qid in seen:
+            check.problems.append(f"question {qid} has two verdicts")
+            continue
+        seen.add(qid)
+        if concept_of is not None and qid not in concept_of:
+            check.problems.append(f"question {qid} is not one of the item's questions in the benchmark")
+            continue
+        concept = concept_of[qid] if concept_of is not None else v.get("concept")
+        if v.get("error"):
+            check.question_errors += 1
+            check.outcomes.append((concept, None))
+            continue
+        correct = v.get("correct")
+        if correct is None and isinstance(v.get("answer"), dict):
+            continue  # a graded rubric (WISE's WiScore): no right/wrong, scored by its own module
+        if not isinstance(correct, bool):
+            check.problems.append(f"question {qid}: 'correct' is {correct!r} ({type(correct).__name__}), "
+                                  "not a boolean and no error recorded")
+            continue
+        check.outcomes.append((concept, correct))
+    if concept_of is not None:
+        check.missing = [q for q in concept_of if q not in seen]
+        if check.missing:
+            shown = ", ".join(check.missing[:5]) + (" ..." if len(check.missing) > 5 else "")
+            check.problems.append(f"{len(check.missing)} of {len(concept_of)} question(s) have no verdict ({shown})")
+    return check
 
 
 def class_scores(prompts: Sequence[PromptScore]) -> dict[str, float]:

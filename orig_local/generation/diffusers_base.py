@@ -119,7 +119,10 @@ class DiffusersGenerator:
             diffusers.utils.logging.disable_progress_bar()
             require("transformers", "gen").utils.logging.disable_progress_bar()
         start = time.perf_counter()
-        pipe = cls.from_pretrained(path, **{_dtype_kwarg(): dtype})
+        from orig_local.loaderrors import loading
+
+        with loading(self.preset.hf_id):  # not cached offline: one line saying how to get it
+            pipe = cls.from_pretrained(path, **{_dtype_kwarg(): dtype})
         self._place(pipe)
         self._memory_options(pipe)
         pipe.set_progress_bar_config(disable=not self.progress)

@@ -79,13 +79,17 @@ class TransformersChatModel(BaseChatModel):
         _build_tiny_if_missing(config.model)
         self.device = pick_device(config.device)
         self.dtype = pick_dtype(config.dtype, self.device)
-        self.processor = transformers.AutoProcessor.from_pretrained(config.model)
+        from orig_local.loaderrors import loading
+
+        with loading(config.model):  # not cached offline: one line saying how to get it
+            self.processor = transformers.AutoProcessor.from_pretrained(config.model)
         if config.max_pixels is not None:
             _cap_pixels(self.processor, config.max_pixels)
         load_kwargs: dict[str, Any] = {"dtype": self.dtype}
         if config.device == "auto" and self.device == "cuda" and torch.cuda.device_count() > 1:
             load_kwargs["device_map"] = "auto"  # spread a large model over all visible GPUs
-        self.model = transformers.AutoModelForImageTextToText.from_pretrained(config.model, **load_kwargs)
+        with loading(config.model):
+            self.model = transformers.AutoModelForImageTextToText.from_pretrained(config.model, **load_kwargs)
         if "device_map" not in load_kwargs:
             self.model.to(self.device)
         self.model.eval()

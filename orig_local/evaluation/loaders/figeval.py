@@ -148,21 +148,30 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
     """Read FIG-Eval from ``path`` (see module doc). ``classes`` restricts to some classes
     (``sport`` and ``sports`` both work); ``others`` is dropped unless listed or
     ``include_others``. Prompts whose category has no question file are skipped (logged)."""
-    root = Path(path)
+    given = Path(path)
+    root = given
     if root.is_file():
+        if root.suffix not in (".jsonl", ".json"):
+            raise BenchmarkFormatError(f"FIG-Eval --data {given} is a file",
+                                       hint="pass the benchmark folder (the authors' repository or a flat folder)")
         root = root.parent
     if not root.is_dir():
-        raise BenchmarkFormatError(f"FIG-Eval folder not found: {root}")
+        raise BenchmarkFormatError(f"FIG-Eval folder not found: {given}",
+                                   hint="pass --data <the authors' repository or a flat folder with prompts.jsonl>")
     grouped_files = _find_grouped(root)
     if not grouped_files:
-        raise BenchmarkFormatError(f"{root}: no <category>_grouped.json found (flat or eval/reference/txt/<cat>/)")
+        raise BenchmarkFormatError(f"{given}: no <category>_grouped.json found (flat, or eval/reference/txt/<cat>/)",
+                                   hint="is this the FIG-Eval folder? see docs/evaluation.md for the layouts")
     images = _image_index(root)
 
     grouped: dict[str, tuple[dict, Path]] = {}
     facts: dict[str, list[GoldFact]] = {}
     fallback_prompts: dict[str, tuple[str, str | None]] = {}
     for gf in grouped_files:
-        data = json.loads(gf.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(gf.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BenchmarkFormatError(f"{gf}: not JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise BenchmarkFormatError(f"{gf}: expected a mapping prompt_id -> entry")
         for pid, entry in data.items():
@@ -237,8 +246,19 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
             reference_text=ref_text, reference_images=ref_images, facts=item_facts,
             prompt_zh=row.get("prompt_zh") or entry.get("prompt_zh") or None, issues=issues,
         ))
+    # A category whose question file exists but lacks some of its prompts is a partial (or
+    # stale) file: a warning, since the table would silently cover fewer prompts. A category
+    # without any question file is a partial download: said at INFO.
+    with_file = {normalize_class(pid.rsplit("_", 1)[0]) for pid in grouped}
     for category, n in sorted(no_questions.items()):
-        log.info("FIG-Eval: %d %s prompt(s) skipped: no question file for them under %s", n, category, root)
+        if category in with_file:
+            files = sorted({w.name for pid, (_, w) in grouped.items()
+                            if normalize_class(pid.rsplit("_", 1)[0]) == category})
+            log.warning("FIG-Eval: %d %s prompt(s) skipped: listed in prompts.jsonl but missing from the "
+                        "question file %s (partial or stale question file)", n, category, ", ".join(files))
+        else:
+            log.info("FIG-Eval: %d %s prompt(s) skipped: no question file for class %s under %s",
+                     n, category, category, root)
     missing = sum(1 for i in items for msg in i.issues if "not found" in msg)
     if missing:
         log.warning("FIG-Eval: %d reference image(s) missing (their questions will be recorded as errors)", missing)
