@@ -29,11 +29,12 @@ from orig_local.agent.stages.refinement import Reference, RefinementResult, refi
 from orig_local.agent.stages.retrieval import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.trace import StageRecord, Trace
-from orig_local.llm.base import BaseChatModel, ImageRef
+from orig_local.llm.base import BaseChatModel, ImageRef, is_transport_error
 
 log = logging.getLogger(__name__)
 
 StopReason = Literal["sufficient", "max_rounds", "no_new_evidence", "error"]
+Status = Literal["ok", "degraded", "failed"]
 
 
 @dataclass
@@ -63,6 +64,11 @@ class AgentResult:
     parametric_only: bool = False  # retrieval was wanted but every search failed
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # a fatal error (the run was cut short); stage errors are in trace
+    # ok | degraded (some replies invalid, the run went on) | failed (the condition could not run
+    # as specified: backbone unreachable, loop stopped on an error, generator raised); see assess()
+    status: Status = "ok"
+    failure: str | None = None  # why the run is failed or degraded
+    transport_failure: bool = False  # a backbone request got no reply (connection, timeout, HTTP)
     knowledge: KnowledgeBase = field(default_factory=KnowledgeBase)
     trace: Trace = field(default_factory=Trace)
     generation: Any = None  # GenerationResult when a generator is configured
@@ -94,6 +100,9 @@ class AgentResult:
             "parametric_only": self.parametric_only,
             "notes": self.notes,
             "error": self.error,
+            "status": self.status,
+            "failure": self.failure,
+            "transport_failure": self.transport_failure,
             "stage_errors": self.trace.errors(),
             "seconds": round(self.seconds, 3),
             "generation": None if gen is None else {
@@ -192,6 +201,7 @@ class Agent:
             await self._generate(ctx, result)
 
         result.seconds = time.perf_counter() - start
+        assess(result)
         return result
 
     async def _research(self, ctx: StageContext) -> tuple[StopReason, int]:
@@ -309,6 +319,7 @@ class Agent:
                     res = AgentResult(prompt=str(prompt), condition=self.config.condition,
                                       final_prompt=str(prompt), error=f"{type(exc).__name__}: {exc}",
                                       item_id=_item_id(item))
+                    assess(res)
             if on_result is not None:
                 done = on_result(res)
                 if inspect.isawaitable(done):
@@ -322,6 +333,38 @@ class Agent:
         await self.chat.aclose()
         if self.retriever is not None and hasattr(self.retriever, "aclose"):
             await self.retriever.aclose()
+
+
+def assess(result: AgentResult) -> AgentResult:
+    """Set ``status``/``failure``/``transport_failure`` from the run's error, stop reason and trace.
+
+    failed: the run was cut short; a backbone request got no reply for a transport/server reason
+    (connection refused, timeout, HTTP error); the loop stopped with ``error``; the only backbone
+    stage of prompt_enhanced failed; or the generator raised. degraded: other stage errors
+    (invalid replies, failed searches/reads) or every search failed, but the run went on."""
+    errors = [r for r in result.trace.records if r.error]
+    transport = [r for r in errors if is_transport_error(r.error)]
+    first = (lambda rs: f"{rs[0].stage}/{rs[0].step}: {rs[0].error}"[:500])
+    status, failure = "ok", None
+    if result.error:
+        status, failure = "failed", result.error
+    elif transport:
+        status, failure = "failed", f"backbone request failed ({first(transport)})"
+    elif result.stop_reason == "error":
+        loop = [r for r in errors if r.stage in ("planning", "sufficiency")] or errors
+        failure = "the retrieval loop stopped on a backbone error" + (f" ({first(loop)})" if loop else "")
+        status = "failed"
+    elif result.condition == "prompt_enhanced" and any(r.stage == "enhance" for r in errors):
+        status, failure = "failed", f"prompt enhancement failed; P kept as is ({first([r for r in errors if r.stage == 'enhance'])})"
+    elif any(r.stage == "generation" for r in errors):
+        status, failure = "failed", f"generation failed ({first([r for r in errors if r.stage == 'generation'])})"
+    elif errors:
+        status, failure = "degraded", f"{len(errors)} stage error(s); first: {first(errors)}"
+    elif result.parametric_only:
+        status, failure = "degraded", "every search failed: the prompt rests on the backbone's own knowledge"
+    result.status, result.failure = status, failure
+    result.transport_failure = bool(transport) or is_transport_error(result.error)
+    return result
 
 
 def _item_id(item: Any) -> str | None:

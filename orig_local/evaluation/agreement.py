@@ -26,13 +26,15 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from orig_local.errors import DataError
+
 from orig_local.evaluation.rundir import read_phase
 
 TRUE = {"true", "1", "yes", "t", "y"}
 FALSE = {"false", "0", "no", "f", "n"}
 
 
-class LabelsError(ValueError):
+class LabelsError(DataError):
     pass
 
 

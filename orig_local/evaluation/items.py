@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orig_local.errors import DataError
+
 Concept = Literal["PF", "CC", "TC"]  # Perceptual Fidelity, Compositional / Temporal Consistency
 Modality = Literal["text", "image"]  # "image" = judged with a reference image beside the output
 
@@ -29,7 +31,7 @@ CLASS_ABBREV = {
 }
 
 
-class BenchmarkFormatError(ValueError):
+class BenchmarkFormatError(DataError):
     """A benchmark file that cannot be read as its documented format (file and item named)."""
 
 

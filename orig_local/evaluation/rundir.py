@@ -11,18 +11,24 @@
                                for other judges)
       retrieval.jsonl          one row per prompt: every gold fact's Align verdict (Eq. 12)
       <phase>.shard-I-of-N.jsonl   rows written by shard I (``orig merge`` folds them in)
+      <phase>.corrupt.jsonl    corrupt lines moved out of <phase>.jsonl (with line numbers)
+      .lock                    advisory lock: one writer per run folder (per shard when sharded)
       images/<id>.png  refs/<id>/<j>.png  evidence/<id>.json (+ images)  traces/<id>.json
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
+from orig_local.errors import PreflightError
 from orig_local.evaluation.store import read_rows
 
-PHASES = ("agent", "generate", "judge", "retrieval")
+PHASES = ("agent", "generate", "judge", "retrieval")  # file bases; the phases themselves: evaluation.phases
 _SHARD = re.compile(r"^(?P<base>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
 
 
@@ -55,6 +61,8 @@ def judge_names(run_dir: Path) -> list[str | None]:
     """Judges with results in this run: None (judge.jsonl) and each judge-<name>."""
     names: list[str | None] = []
     for p in sorted(Path(run_dir).glob("judge*.jsonl")):
+        if p.name.endswith(".corrupt.jsonl"):
+            continue
         base = _SHARD.match(p.name).group("base") if _SHARD.match(p.name) else p.stem
         name = None if base == "judge" else base.removeprefix("judge-")
         if name not in names:
@@ -65,6 +73,82 @@ def judge_names(run_dir: Path) -> list[str | None]:
 def read_meta(run_dir: Path) -> dict:
     path = Path(run_dir) / "run.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def write_meta_file(run_dir: Path, meta: dict) -> None:
+    """run.json, atomically (shard processes may write it at the same time)."""
+    path = Path(run_dir) / "run.json"
+    tmp = path.with_name(f"run.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- one writer per folder
+
+
+class RunFolderBusy(PreflightError):
+    """Another process is writing this run folder (or this shard of it)."""
+
+
+def _lock_names(shard: tuple[int, int] | None) -> list[tuple[str, bool]]:
+    """(lock file, exclusive) pairs: a whole-folder writer holds ``.lock`` exclusively; shard i of
+    n holds it shared (shards run side by side) and ``.lock-shard-i-of-n`` exclusively."""
+    if shard and shard[1] > 1:
+        return [(".lock", False), (f".lock-shard-{shard[0]}-of-{shard[1]}", True)]
+    return [(".lock", True)]
+
+
+def _busy(run_dir: Path, name: str) -> RunFolderBusy:
+    holder = ""
+    try:
+        holder = (run_dir / name).read_text(encoding="utf-8").strip()
+    except OSError:
+        pass
+    who = f" (pid {holder})" if holder.isdigit() else ""
+    return RunFolderBusy(f"{run_dir} is in use by another orig process{who}",
+                         hint="wait for it to finish, or pass another --out")
+
+
+def check_not_held(run_dir: Path, shard: tuple[int, int] | None = None) -> None:
+    """Preflight: raise RunFolderBusy if another process holds the folder; writes nothing."""
+    import fcntl
+
+    for name, exclusive in _lock_names(shard):
+        path = Path(run_dir) / name
+        if not path.is_file():
+            continue
+        with path.open("rb") as fh:
+            try:
+                fcntl.flock(fh, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise _busy(Path(run_dir), name) from None
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def hold_run(run_dir: Path, shard: tuple[int, int] | None = None) -> Iterator[None]:
+    """Advisory lock (``fcntl.flock``) on the run folder for the duration of a run: a second
+    writer fails at once with :class:`RunFolderBusy`. Released when the process ends, however."""
+    import fcntl
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handles = []
+    try:
+        for name, exclusive in _lock_names(shard):
+            fd = os.open(run_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+            handles.append(fd)
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise _busy(run_dir, name) from None
+            if exclusive:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        for fd in handles:
+            os.close(fd)  # closing drops the lock
 
 
 def run_label(run_dir: Path) -> str:

@@ -26,13 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from orig_local.errors import OrigError
+
 from orig_local.retrieval.base import FetchFailure, Page, SearchOutcome
 
 FORMAT = "orig-evidence/1"
 RECORD_FILES = ("searches.jsonl", "pages.jsonl", "images.jsonl")
 
 
-class SnapshotError(RuntimeError):
+class SnapshotError(OrigError, RuntimeError):
     """A snapshot that is missing, malformed or fails verification."""
 
 

@@ -32,6 +32,9 @@ class AgentOutput:
     notes: list[str] = field(default_factory=list)
     iterations: int | None = None  # retrieval iterations incl. bootstrap (paper Table 4 "Iters")
     error: str | None = None  # a failure the agent recovered from enough to report (row error)
+    status: str = "ok"  # ok | degraded | failed (orig_local.agent.agent.assess)
+    failure: str | None = None  # why failed/degraded (row error / warning)
+    transport: bool = False  # the backbone did not answer (counts toward the circuit breaker)
 
 
 AgentFn = Callable[[BenchmarkItem], "AgentOutput | Awaitable[AgentOutput]"]
@@ -114,12 +117,19 @@ def progress_bar(total: int, desc: str, progress: bool):
     return tqdm(total=total, desc=desc, unit="item", disable=not progress, dynamic_ncols=True)
 
 
-def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=False) -> tuple[JsonlStore, set[str]]:
+def retry_statuses(retry_errors: bool = False, retry_degraded: bool = False) -> set[str]:
+    """Row statuses to run again: failed (``--retry-errors``), and degraded (``--retry-degraded``)."""
+    return ({"failed"} if retry_errors or retry_degraded else set()) | ({"degraded"} if retry_degraded else set())
+
+
+def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=False,
+                retry_degraded=False) -> tuple[JsonlStore, set[str]]:
     """This shard's store, and the ids finished anywhere (main file or this shard file)."""
-    store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), drop_errors=retry_errors)
+    retry = retry_statuses(retry_errors, retry_degraded)
+    store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), retry=retry)
     done = set(store.done)
     if shard[1] > 1:
-        main = JsonlStore(phase_file(run_dir, phase, judge_name), drop_errors=retry_errors)
+        main = JsonlStore(phase_file(run_dir, phase, judge_name), retry=retry)
         done |= main.done
     return store, done
 

@@ -1,0 +1,160 @@
+"""The one loop every phase runs: items concurrently, rows written in item order.
+
+A phase supplies ``work(item) -> row fields`` (sync or async) and what a row starts with; this
+loop adds what every phase shares: the concurrency limit, an exception turned into a *failed*
+row (the run goes on), timing, logging, the ok/degraded/failed tally (:class:`PhaseSummary`),
+and the circuit breaker that stops a phase after N consecutive transport failures (a server
+that is down) instead of writing a failed row for every remaining item.
+
+Row contract (every phase): ``status`` is ``ok | degraded | failed``; ``error`` says why an item
+failed (null otherwise); ``warning`` says why it is degraded. ``work`` may set ``_transport``
+(True: the failure was a server that did not answer), which counts toward the breaker and is
+not stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Awaitable, Callable, Sequence
+
+from orig_local.errors import OrigError
+from orig_local.evaluation.items import BenchmarkItem
+from orig_local.evaluation.phases.common import error_text, maybe_await, progress_bar
+from orig_local.evaluation.store import DISK_ERRNOS, DiskWriteError, JsonlStore
+from orig_local.llm.base import is_transport_error
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "degraded", "failed")
+
+
+@dataclass
+class PhaseSummary:
+    """What one phase did. ``errors`` (= ``failed``) is kept for older callers."""
+
+    phase: str
+    ran: int = 0
+    skipped: int = 0  # already in the phase file
+    waiting: int = 0  # no input row from the previous phase yet
+    ok: int = 0
+    degraded: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    stopped: str | None = None  # the circuit breaker's message, when it tripped
+    file: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> int:
+        return self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "errors": self.failed}
+
+    def __getitem__(self, key: str) -> Any:  # summary["ran"], as the dict summaries used to be read
+        return self.to_dict()[key]
+
+    def __str__(self) -> str:
+        return str(self.to_dict())
+
+
+def row_status(row: dict) -> str:
+    """A row's status; rows written before statuses existed: failed iff they carry an error."""
+    status = row.get("status")
+    if status in STATUSES:
+        return status
+    return "failed" if row.get("error") else "ok"
+
+
+def verdict_status(verdicts: Sequence[Any], what: str = "question") -> dict[str, Any]:
+    """Row status fields for judged questions/facts (anything with an ``error``): failed when a
+    request got no reply (transport) or every one errored, degraded when some did."""
+    errs = [v.error for v in verdicts if v.error]
+    transport = [e for e in errs if is_transport_error(e)]
+    n = len(verdicts)
+    if transport:
+        return {"status": "failed", "_transport": True,
+                "error": f"judge request failed on {len(transport)} of {n} {what}s: {transport[0][:300]}"}
+    if errs and len(errs) == n:
+        return {"status": "failed", "error": f"all {n} {what}s errored; first: {errs[0][:300]}"}
+    if errs:
+        return {"status": "degraded", "error": None,
+                "warning": f"{len(errs)} of {n} {what}s errored; first: {errs[0][:300]}"}
+    return {"status": "ok", "error": None}
+
+
+def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, summary: PhaseSummary,
+              work: Callable[[BenchmarkItem], Any], *, base: Callable[[BenchmarkItem], dict],
+              on_failure: dict | None = None, concurrency: int = 1, progress: bool = True,
+              max_consecutive_failures: int = 0, desc: str | None = None,
+              aclose: Callable[[], Awaitable] | None = None) -> PhaseSummary:
+    """Run ``work`` on every item (at most ``concurrency`` at once), append each row to ``store``
+    in item order. ``base(item)``: the fields a row starts with; ``on_failure``: fields a row gets
+    when ``work`` raises. ``aclose`` is awaited at the end inside this loop (where async clients
+    live). ``max_consecutive_failures`` > 0 arms the circuit breaker."""
+    t_start = time.perf_counter()
+
+    async def one(item: BenchmarkItem, sem: asyncio.Semaphore) -> dict:
+        row = base(item)
+        async with sem:
+            t0 = time.perf_counter()
+            try:
+                # sync work (the generator) runs in a thread, so finished rows are written
+                # while the next item computes, not in bursts after it
+                fields = (await work(item) if inspect.iscoroutinefunction(work)
+                          else await maybe_await(await asyncio.to_thread(work, item)))
+                row.update(fields)
+                row.setdefault("status", "ok")
+                row.setdefault("error", None)
+            except Exception as exc:  # recorded in the row; the run goes on
+                if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+                    raise DiskWriteError(f"{phase}: cannot write results for {item.id}: {exc}",
+                                         hint="free space, then rerun the same command to resume") from exc
+                if isinstance(exc, OrigError):
+                    raise
+                row.update(on_failure or {})
+                row.update(status="failed", error=error_text(exc), _transport=is_transport_error(exc))
+            timing = row.get("timing") or {}
+            row["timing"] = {"seconds": round(time.perf_counter() - t0, 3), **timing}
+        if row["status"] == "failed":
+            log.warning("%s failed on %s: %s", phase, item.id, str(row.get("error"))[:300])
+        return row
+
+    async def go() -> None:
+        sem = asyncio.Semaphore(concurrency)
+        tasks = [asyncio.create_task(one(it, sem)) for it in items]
+        consecutive = 0
+        try:
+            with progress_bar(len(items), desc or phase, progress) as bar:
+                for task in tasks:
+                    row = await task
+                    transport = bool(row.pop("_transport", False))
+                    store.append(row)
+                    summary.ran += 1
+                    status = row_status(row)
+                    setattr(summary, status, getattr(summary, status) + 1)
+                    bar.update()
+                    consecutive = consecutive + 1 if (status == "failed" and transport) else 0
+                    if max_consecutive_failures and consecutive >= max_consecutive_failures:
+                        summary.stopped = (
+                            f"{phase}: stopped after {consecutive} consecutive items whose server did not "
+                            f"answer (last: {str(row.get('error'))[:200]}); {summary.ran} row(s) written, "
+                            f"{len(items) - summary.ran} item(s) not run. Fix the server, then rerun the "
+                            "same command with --retry-errors to resume")
+                        log.error("%s", summary.stopped)
+                        break
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if aclose is not None:
+                await aclose()
+
+    asyncio.run(go())
+    summary.seconds = round(time.perf_counter() - t_start, 3)
+    summary.file = str(store.path)
+    return summary
