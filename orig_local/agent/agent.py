@@ -364,6 +364,10 @@ def assess(result: AgentResult) -> AgentResult:
         status, failure = "degraded", "every search failed: the prompt rests on the backbone's own knowledge"
     result.status, result.failure = status, failure
     result.transport_failure = bool(transport) or is_transport_error(result.error)
+    if result.transport_failure:
+        # "search unavailable ... rests on the backbone's own knowledge" would blame the wrong part
+        result.notes = [n for n in result.notes if not n.startswith("search unavailable")]
+        result.notes.append(f"backbone unreachable: {failure}")
     return result
 
 

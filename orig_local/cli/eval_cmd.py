@@ -117,8 +117,10 @@ def exit_status(summaries, command: str = "orig eval") -> int:
     import sys
 
     stopped = [s.stopped for s in summaries if s.stopped]
-    failed = {s.phase: s.failed for s in summaries if s.failed}
-    degraded = {s.phase: s.degraded for s in summaries if s.degraded}
+    # the selected items' state, not only this invocation's: rows failed earlier still count
+    failed = {s.phase: s.failed_total for s in summaries if s.failed_total}
+    degraded = {s.phase: s.degraded + s.earlier.get("degraded", 0) for s in summaries
+                if s.degraded + s.earlier.get("degraded", 0)}
     if degraded:
         print(f"{command}: degraded items (some replies invalid): "
               + ", ".join(f"{p} {n}" for p, n in degraded.items()) + " (--retry-degraded reruns them)",

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from orig_local.errors import PreflightError
-from orig_local.evaluation.store import read_rows
+from orig_local.errors import DataError, PreflightError
+from orig_local.evaluation.store import read_rows, scan_rows
 
 PHASES = ("agent", "generate", "judge", "retrieval")  # file bases; the phases themselves: evaluation.phases
 _SHARD = re.compile(r"^(?P<base>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
@@ -55,6 +55,37 @@ def read_phase(run_dir: Path, phase: str, judge_name: str | None = None) -> dict
         for row in read_rows(path):
             rows.setdefault(row["id"], row)
     return rows
+
+
+def phase_files(run_dir: Path) -> list[Path]:
+    """Every phase result file in ``run_dir`` (main and shard files, not the corrupt-line files)."""
+    return sorted(p for p in Path(run_dir).glob("*.jsonl")
+                  if not p.name.endswith(".corrupt.jsonl") and p.name.split(".")[0].split("-")[0] in PHASES)
+
+
+def check_run_dir(run_dir: str | Path) -> Path:
+    """A run folder that exists and holds results (run.json or a phase file), else a DataError.
+    For commands that read runs (``orig report``, ``orig merge``): they must not create one."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise DataError(f"no run folder at {path}", hint="pass the --out folder of an `orig eval` run")
+    if not (path / "run.json").is_file() and not phase_files(path):
+        raise DataError(f"{path} holds no run results (no run.json, no <phase>.jsonl)",
+                        hint="pass the --out folder of an `orig eval` run")
+    return path
+
+
+def corrupt_counts(run_dir: str | Path) -> dict[str, int]:
+    """Corrupt lines per phase file still in place (readers skip them; resuming moves them to
+    ``<phase>.corrupt.jsonl``), plus lines already moved (key ``<name>.corrupt.jsonl``)."""
+    counts: dict[str, int] = {}
+    for path in phase_files(run_dir):
+        n = len(scan_rows(path).corrupt)
+        if n:
+            counts[path.name] = n
+    for path in sorted(Path(run_dir).glob("*.corrupt.jsonl")):
+        counts[path.name] = sum(1 for ln in path.read_bytes().splitlines() if ln.strip())
+    return counts
 
 
 def judge_names(run_dir: Path) -> list[str | None]:

@@ -9,7 +9,7 @@ from typing import Awaitable, Callable, Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import (
-    AgentFn, AgentOutput, maybe_await, phase_store, relative_to_run, save_image,
+    AgentFn, AgentOutput, maybe_await, phase_store, relative_to_run, save_image, write_text,
 )
 from orig_local.evaluation.phases.loop import PhaseSummary, run_items
 
@@ -28,7 +28,7 @@ def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentF
     run_dir = Path(run_dir)
     store, done = phase_store(run_dir, "agent", shard, retry_errors=retry_errors, retry_degraded=retry_degraded)
     todo = [it for it in items if it.id not in done]
-    summary = PhaseSummary("agent", skipped=len(items) - len(todo))
+    summary = PhaseSummary("agent", skipped=len(items) - len(todo)).count_earlier(items, done)
 
     async def work(item: BenchmarkItem) -> dict:
         out = await maybe_await(agent(item))
@@ -55,16 +55,12 @@ def _agent_row(item: BenchmarkItem, out: AgentOutput, run_dir: Path) -> dict:
     if out.evidence_texts or out.evidence_images:
         ev_images = [relative_to_run(save_image(img, run_dir / "evidence" / item.id / f"{j}.png"), run_dir)
                      for j, img in enumerate(out.evidence_images)]
-        path = run_dir / "evidence" / f"{item.id}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"texts": list(out.evidence_texts), "images": ev_images},
-                                   ensure_ascii=False), encoding="utf-8")
+        path = write_text(run_dir / "evidence" / f"{item.id}.json",
+                          json.dumps({"texts": list(out.evidence_texts), "images": ev_images}, ensure_ascii=False))
         evidence = relative_to_run(path, run_dir)
     trace = None
     if out.trace is not None:
-        path = run_dir / "traces" / f"{item.id}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out.trace, ensure_ascii=False), encoding="utf-8")
+        path = write_text(run_dir / "traces" / f"{item.id}.json", json.dumps(out.trace, ensure_ascii=False))
         trace = relative_to_run(path, run_dir)
     return {
         "final_prompt": out.final_prompt, "final_prompt_words": len(out.final_prompt.split()),

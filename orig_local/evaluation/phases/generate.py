@@ -32,6 +32,7 @@ def run_generate_phase(items: Sequence[BenchmarkItem], run_dir: Path, generator,
                     len(missing), ", ".join(missing[:5]))
     todo = [it for it in todo if it.id in agent_rows]
     summary = PhaseSummary("generate", skipped=len(items) - len(todo) - len(missing), waiting=len(missing))
+    summary.count_earlier(items, done)
 
     def work(item: BenchmarkItem) -> dict:
         a = agent_rows[item.id]

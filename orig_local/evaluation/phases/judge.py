@@ -31,6 +31,7 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, jud
     if waiting:
         log.warning("judge: %d item(s) have no generate row yet (run --phase generate first)", waiting)
     summary = PhaseSummary("judge", skipped=len(items) - len(todo) - waiting, waiting=waiting)
+    summary.count_earlier(items, done)
 
     async def work(item: BenchmarkItem) -> dict:
         g = gen_rows[item.id]

@@ -45,12 +45,26 @@ class PhaseSummary:
     failed: int = 0
     seconds: float = 0.0
     stopped: str | None = None  # the circuit breaker's message, when it tripped
+    # statuses of the selected items finished by an earlier invocation (skipped now)
+    earlier: dict[str, int] = field(default_factory=dict)
     file: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
         return self.failed
+
+    @property
+    def failed_total(self) -> int:
+        """Selected items whose row is failed, from this invocation or an earlier one."""
+        return self.failed + self.earlier.get("failed", 0)
+
+    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, dict]) -> "PhaseSummary":
+        for item in items:
+            if item.id in done:
+                status = row_status(done[item.id])
+                self.earlier[status] = self.earlier.get(status, 0) + 1
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "errors": self.failed}
@@ -112,8 +126,10 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
                 row.setdefault("error", None)
             except Exception as exc:  # recorded in the row; the run goes on
                 if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
-                    raise DiskWriteError(f"{phase}: cannot write results for {item.id}: {exc}",
-                                         hint="free space, then rerun the same command to resume") from exc
+                    where = exc.filename or f"the results of {item.id}"
+                    raise DiskWriteError(f"{phase}: cannot write {where}: {exc.strerror or exc}",
+                                         hint="rows already written are intact; free space, then rerun the "
+                                         "same command to resume") from exc
                 if isinstance(exc, OrigError):
                     raise
                 row.update(on_failure or {})

@@ -34,6 +34,7 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *,
     if waiting:
         log.warning("retrieval: %d item(s) have no agent row yet (run --phase agent first)", waiting)
     summary = PhaseSummary("retrieval", skipped=len(items) - len(todo) - waiting, waiting=waiting)
+    summary.count_earlier(items, done)
 
     async def work(item: BenchmarkItem) -> dict:
         a = agent_rows[item.id]
