@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except OrigError as exc:  # user-fixable: one line, no traceback
         print(f"orig: error: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:  # Ctrl-C: results are appended per item, so a rerun resumes
+        print(f"\norig {args.command}: interrupted — rerun the same command to resume", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -134,16 +134,6 @@ def exit_status(summaries, command: str = "orig eval") -> int:
 
 
 def run(args) -> int:
-    import sys
-
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        print("\norig eval: interrupted — rerun the same command to resume", file=sys.stderr)
-        return 130
-
-
-def _run(args) -> int:
     import json
     from pathlib import Path
 

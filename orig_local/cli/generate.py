@@ -34,16 +34,6 @@ def _default_out(prompt: str) -> str:
 def run(args) -> int:
     import sys
 
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        print("\norig generate: interrupted — rerun the same command to start again", file=sys.stderr)
-        return 130
-
-
-def _run(args) -> int:
-    import sys
-
     from orig_local.agent.factory import run_agent
     from orig_local.cli import config_from_args
 

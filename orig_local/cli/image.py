@@ -33,17 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 image written; 1 the generator failed (one line, the error); 2 usage/config error;
-    130 interrupted."""
-    import sys
-
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        print("\norig image: interrupted — rerun the same command to start again", file=sys.stderr)
-        return 130
-
-
-def _run(args: argparse.Namespace) -> int:
+    130 interrupted (cli.main)."""
     import sys
 
     from orig_local.cli import config_from_args

@@ -11,7 +11,7 @@ from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import (
     AgentFn, AgentOutput, maybe_await, phase_store, relative_to_run, save_image, write_text,
 )
-from orig_local.evaluation.phases.loop import PhaseSummary, run_items
+from orig_local.evaluation.phases.loop import PhaseSummary, pending, run_items
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,7 @@ def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentF
     the phase's event loop (where the backbone's HTTP client lives)."""
     run_dir = Path(run_dir)
     store, done = phase_store(run_dir, "agent", shard, retry_errors=retry_errors, retry_degraded=retry_degraded)
-    todo = [it for it in items if it.id not in done]
-    summary = PhaseSummary("agent", skipped=len(items) - len(todo)).count_earlier(items, done)
+    todo, summary = pending("agent", items, done)
 
     async def work(item: BenchmarkItem) -> dict:
         out = await maybe_await(agent(item))

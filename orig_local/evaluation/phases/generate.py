@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store, relative_to_run, save_image
-from orig_local.evaluation.phases.loop import PhaseSummary, row_status, run_items
+from orig_local.evaluation.phases.loop import PhaseSummary, pending, row_status, run_items
 from orig_local.evaluation.rundir import read_phase
 
 log = logging.getLogger(__name__)
@@ -25,14 +25,7 @@ def run_generate_phase(items: Sequence[BenchmarkItem], run_dir: Path, generator,
     run_dir = Path(run_dir)
     agent_rows = read_phase(run_dir, "agent")
     store, done = phase_store(run_dir, "generate", shard, retry_errors=retry_errors, retry_degraded=retry_degraded)
-    todo = [it for it in items if it.id not in done]
-    missing = [it.id for it in todo if it.id not in agent_rows]
-    if missing:
-        log.warning("generate: %d item(s) have no agent row yet (run --phase agent first): %s",
-                    len(missing), ", ".join(missing[:5]))
-    todo = [it for it in todo if it.id in agent_rows]
-    summary = PhaseSummary("generate", skipped=len(items) - len(todo) - len(missing), waiting=len(missing))
-    summary.count_earlier(items, done)
+    todo, summary = pending("generate", items, done, agent_rows, "agent")
 
     def work(item: BenchmarkItem) -> dict:
         a = agent_rows[item.id]

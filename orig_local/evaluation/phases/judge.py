@@ -8,7 +8,7 @@ from typing import Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store
-from orig_local.evaluation.phases.loop import PhaseSummary, row_status, run_items, verdict_status
+from orig_local.evaluation.phases.loop import PhaseSummary, judged, pending, row_status, run_items, verdict_status
 from orig_local.evaluation.rundir import read_phase
 
 log = logging.getLogger(__name__)
@@ -26,12 +26,7 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, jud
     run_dir = Path(run_dir)
     gen_rows = read_phase(run_dir, "generate")
     store, done = phase_store(run_dir, "judge", shard, judge_name, retry_errors, retry_degraded)
-    todo = [it for it in items if it.id not in done and it.id in gen_rows]
-    waiting = sum(1 for it in items if it.id not in done and it.id not in gen_rows)
-    if waiting:
-        log.warning("judge: %d item(s) have no generate row yet (run --phase generate first)", waiting)
-    summary = PhaseSummary("judge", skipped=len(items) - len(todo) - waiting, waiting=waiting)
-    summary.count_earlier(items, done)
+    todo, summary = pending("judge", items, done, gen_rows, "generate")
 
     async def work(item: BenchmarkItem) -> dict:
         g = gen_rows[item.id]
@@ -44,9 +39,6 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, jud
         return {"verdicts": rows, "score": ps.s if ps.total else None, "n_questions": len(verdicts),
                 "n_errors": ps.errors, **verdict_status(verdicts, "question")}
 
-    return run_items("judge", todo, store, summary, work,
-                     base=lambda it: {"id": it.id, "category": it.category, "judge": judge.name},
-                     on_failure={"verdicts": [], "score": None}, concurrency=concurrency, progress=progress,
+    return run_items("judge", todo, store, summary, work, concurrency=concurrency, progress=progress,
                      max_consecutive_failures=max_consecutive_failures,
-                     desc=f"judge{'-' + judge_name if judge_name else ''}",
-                     aclose=judge.aclose if close else None)
+                     **judged("judge", judge, judge_name, close, {"verdicts": [], "score": None}))

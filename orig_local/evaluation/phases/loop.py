@@ -101,6 +101,29 @@ def verdict_status(verdicts: Sequence[Any], what: str = "question") -> dict[str,
     return {"status": "ok", "error": None}
 
 
+def pending(phase: str, items: Sequence[BenchmarkItem], done: dict[str, dict], inputs: dict | None = None,
+            reads: str | None = None, eligible: Callable[[BenchmarkItem], bool] | None = None,
+            ) -> tuple[list[BenchmarkItem], PhaseSummary]:
+    """The items this phase still has to run (not ``done``; ``eligible``; with a row in ``inputs``,
+    the rows of phase ``reads``), and its summary counting the rest: skipped (done, with their
+    earlier statuses) and waiting (no input row yet)."""
+    candidates = [it for it in items if it.id not in done and (eligible is None or eligible(it))]
+    todo = [it for it in candidates if inputs is None or it.id in inputs]
+    waiting = [it.id for it in candidates if inputs is not None and it.id not in inputs]
+    if waiting:
+        log.warning("%s: %d item(s) have no %s row yet (run --phase %s first): %s",
+                    phase, len(waiting), reads, reads, ", ".join(waiting[:5]))
+    summary = PhaseSummary(phase, skipped=len(items) - len(todo) - len(waiting), waiting=len(waiting))
+    return todo, summary.count_earlier(items, done)
+
+
+def judged(phase: str, judge, judge_name: str | None, close: bool, on_failure: dict) -> dict[str, Any]:
+    """:func:`run_items` arguments shared by the phases that ask the judge (judge, retrieval)."""
+    return dict(base=lambda it: {"id": it.id, "category": it.category, "judge": judge.name},
+                on_failure=on_failure, desc=f"{phase}{'-' + judge_name if judge_name else ''}",
+                aclose=judge.aclose if close else None)
+
+
 def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, summary: PhaseSummary,
               work: Callable[[BenchmarkItem], Any], *, base: Callable[[BenchmarkItem], dict],
               on_failure: dict | None = None, concurrency: int = 1, progress: bool = True,

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store
-from orig_local.evaluation.phases.loop import PhaseSummary, row_status, run_items, verdict_status
+from orig_local.evaluation.phases.loop import PhaseSummary, judged, pending, row_status, run_items, verdict_status
 from orig_local.evaluation.rundir import read_phase
 
 log = logging.getLogger(__name__)
@@ -28,13 +28,7 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *,
     run_dir = Path(run_dir)
     agent_rows = read_phase(run_dir, "agent")
     store, done = phase_store(run_dir, "retrieval", shard, judge_name, retry_errors, retry_degraded)
-    with_facts = [it for it in items if it.facts and it.id not in done]
-    todo = [it for it in with_facts if it.id in agent_rows]
-    waiting = len(with_facts) - len(todo)
-    if waiting:
-        log.warning("retrieval: %d item(s) have no agent row yet (run --phase agent first)", waiting)
-    summary = PhaseSummary("retrieval", skipped=len(items) - len(todo) - waiting, waiting=waiting)
-    summary.count_earlier(items, done)
+    todo, summary = pending("retrieval", items, done, agent_rows, "agent", eligible=lambda it: bool(it.facts))
 
     async def work(item: BenchmarkItem) -> dict:
         a = agent_rows[item.id]
@@ -52,9 +46,6 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *,
                 "accuracy": None if acc != acc else acc,
                 "n_errors": sum(v.error is not None for v in verdicts), **verdict_status(verdicts, "fact")}
 
-    return run_items("retrieval", todo, store, summary, work,
-                     base=lambda it: {"id": it.id, "category": it.category, "judge": judge.name},
-                     on_failure={"facts": [], "accuracy": None}, concurrency=concurrency, progress=progress,
+    return run_items("retrieval", todo, store, summary, work, concurrency=concurrency, progress=progress,
                      max_consecutive_failures=max_consecutive_failures,
-                     desc=f"retrieval{'-' + judge_name if judge_name else ''}",
-                     aclose=judge.aclose if close else None)
+                     **judged("retrieval", judge, judge_name, close, {"facts": [], "accuracy": None}))
