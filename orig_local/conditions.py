@@ -14,13 +14,15 @@ from dataclasses import dataclass
 class ConditionSpec:
     """What a condition does. ``modalities`` are the search modalities of its retrieval loop
     (empty: it retrieves nothing); ``uses_backbone``: it sends requests to the backbone;
-    ``needs_oracle``: it needs a benchmark item's gold evidence (so only ``orig eval`` runs it)."""
+    ``needs_oracle``: it needs a benchmark item's gold evidence (so only ``orig eval`` runs it);
+    ``enhances``: the backbone rewrites the prompt from its own knowledge (no evidence)."""
 
     name: str
     description: str
     modalities: tuple[str, ...] = ()
     uses_backbone: bool = True
     needs_oracle: bool = False
+    enhances: bool = False
 
     @property
     def retrieves(self) -> bool:
@@ -29,7 +31,7 @@ class ConditionSpec:
 
 CONDITIONS: dict[str, ConditionSpec] = {c.name: c for c in (
     ConditionSpec("direct", "the raw prompt, no references", uses_backbone=False),
-    ConditionSpec("prompt_enhanced", "the backbone expands the prompt from its own knowledge"),
+    ConditionSpec("prompt_enhanced", "the backbone expands the prompt from its own knowledge", enhances=True),
     ConditionSpec("oracle", "the benchmark item's gold text and images replace retrieval", needs_oracle=True),
     ConditionSpec("orig", "ORIG: text and image retrieval", modalities=("text", "image")),
     ConditionSpec("orig_txt", "ORIG with text retrieval only", modalities=("text",)),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from orig_local.agent.config import AgentConfig
+from orig_local.conditions import condition
 from orig_local.agent.knowledge import ImageEvidence, KnowledgeBase, Source
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.stages.accumulation import accumulate
@@ -167,11 +168,11 @@ class Agent:
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
         #    backbone's own knowledge.
-        if cfg.condition == "prompt_enhanced":
+        if cfg.spec.enhances:
             result.final_prompt = (await enhance_prompt(ctx)).final_prompt
 
         # 2. Oracle: the benchmark's gold text and images take the place of retrieval.
-        elif cfg.condition == "oracle":
+        elif cfg.spec.needs_oracle:
             refined = self._load_oracle(ctx, oracle if oracle is not None else _oracle_of(item))
             await self._construct(ctx, result, refined)
 
@@ -354,7 +355,7 @@ def assess(result: AgentResult) -> AgentResult:
         loop = [r for r in errors if r.stage in ("planning", "sufficiency")] or errors
         failure = "the retrieval loop stopped on a backbone error" + (f" ({first(loop)})" if loop else "")
         status = "failed"
-    elif result.condition == "prompt_enhanced" and any(r.stage == "enhance" for r in errors):
+    elif condition(result.condition).enhances and any(r.stage == "enhance" for r in errors):
         status, failure = "failed", f"prompt enhancement failed; P kept as is ({first([r for r in errors if r.stage == 'enhance'])})"
     elif any(r.stage == "generation" for r in errors):
         status, failure = "failed", f"generation failed ({first([r for r in errors if r.stage == 'generation'])})"

@@ -46,13 +46,13 @@ def check_chat_server(role: str, chat) -> dict[str, Any] | None:
     """For a served chat model (``backend: openai``): the server answers and serves ``chat.model``
     (after preset resolution). Returns the server's entry for the model; None for in-process
     backends (nothing to check before loading)."""
+    from orig_local.presets import resolve_chat_preset
+
+    chat = resolve_chat_preset(chat)  # an unknown preset: ConfigError listing the known ones
     if chat.backend != "openai":
         return None
     import httpx
 
-    from orig_local.presets import resolve_chat_preset
-
-    chat = resolve_chat_preset(chat)
     url = chat.base_url.rstrip("/")
     try:
         models = served_models(url, chat.api_key, timeout_s=min(10.0, chat.timeout_s))
