@@ -83,7 +83,8 @@ def run_agent_demo(config, out_dir: Path) -> dict:
         "rounds": result.rounds, "stage_errors": len(result.trace.errors()),
         "references": len(result.references), "prompt_words": len(result.final_prompt.split()),
     }
-    print(f"agent ({config.backbone.backend}): status={summary['status']} stop={summary['stop_reason']} rounds={summary['rounds']} "
+    print(f"agent ({config.backbone.backend}): status={summary['status']} stop={summary['stop_reason']} "
+          f"rounds={summary['rounds']} "
           f"errors={summary['stage_errors']} refs={summary['references']} -> {out_dir}/trace.html")
     return summary
 
