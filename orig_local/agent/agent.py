@@ -345,7 +345,12 @@ def assess(result: AgentResult) -> AgentResult:
     (invalid replies, failed searches/reads) or every search failed, but the run went on."""
     errors = [r for r in result.trace.records if r.error]
     transport = [r for r in errors if is_transport_error(r.error)]
-    first = (lambda rs: f"{rs[0].stage}/{rs[0].step}: {rs[0].error}"[:500])
+    enhance = [r for r in errors if r.stage == "enhance"]
+    generation = [r for r in errors if r.stage == "generation"]
+
+    def first(records) -> str:
+        return f"{records[0].stage}/{records[0].step}: {records[0].error}"[:500]
+
     status, failure = "ok", None
     if result.error:
         status, failure = "failed", result.error
@@ -355,10 +360,10 @@ def assess(result: AgentResult) -> AgentResult:
         loop = [r for r in errors if r.stage in ("planning", "sufficiency")] or errors
         failure = "the retrieval loop stopped on a backbone error" + (f" ({first(loop)})" if loop else "")
         status = "failed"
-    elif condition(result.condition).enhances and any(r.stage == "enhance" for r in errors):
-        status, failure = "failed", f"prompt enhancement failed; P kept as is ({first([r for r in errors if r.stage == 'enhance'])})"
-    elif any(r.stage == "generation" for r in errors):
-        status, failure = "failed", f"generation failed ({first([r for r in errors if r.stage == 'generation'])})"
+    elif condition(result.condition).enhances and enhance:
+        status, failure = "failed", f"prompt enhancement failed; P kept as is ({first(enhance)})"
+    elif generation:
+        status, failure = "failed", f"generation failed ({first(generation)})"
     elif errors:
         status, failure = "degraded", f"{len(errors)} stage error(s); first: {first(errors)}"
     elif result.parametric_only:
