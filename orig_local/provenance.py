@@ -77,7 +77,17 @@ def host_info() -> dict[str, Any]:
         except (OSError, subprocess.SubprocessError):
             pass
     return {"host": socket.gethostname(), "platform": platform.platform(), "cpus": os.cpu_count(),
-            "gpus": gpus, "argv": list(sys.argv)}
+            "gpus": gpus, "argv": _redacted(sys.argv)}
+
+
+def _redacted(argv: list[str]) -> list[str]:
+    """The command line without secrets (``-s backbone.api_key=...``)."""
+    out = []
+    for arg in argv:
+        key, sep, _ = arg.partition("=")
+        out.append(f"{key}=<redacted>" if sep and any(w in key.lower() for w in ("key", "token", "secret"))
+                   else arg)
+    return out
 
 
 def config_hash(config: Any) -> str:

@@ -298,7 +298,11 @@ def test_run_json_records_versions_commit_models_and_server(tmp_path):
     out = tmp_path / "run"
     with OpenAILoopback() as server:
         assert main(_eval(out, "--condition", "prompt_enhanced", "--phase", "agent", *_served(server),
-                          "-s", "backbone.preset=tiny-qwen2.5-vl")) == 0
+                          "-s", "backbone.preset=tiny-qwen2.5-vl", "-s", "backbone.api_key=sk-secret-123")) == 0
+    assert "sk-secret-123" not in (out / "run.json").read_text()
+    from orig_local.provenance import _redacted
+
+    assert _redacted(["orig", "-s", "judge.api_key=sk-1"]) == ["orig", "-s", "judge.api_key=<redacted>"]
     meta = json.loads((out / "run.json").read_text())
     prov = meta["provenance"]
     import orig_local
