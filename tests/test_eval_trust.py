@@ -82,11 +82,32 @@ def test_generate_phase_without_a_generator_names_the_flag(tmp_path, capsys):
     assert "--generator" in capsys.readouterr().err and not out.exists()
 
 
-def test_missing_data_is_an_error_and_writes_nothing(tmp_path, capsys):
+def test_missing_or_unparseable_data_is_an_error_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "run"
     rc = main(["-q", "eval", "--benchmark", "jsonl", "--data", str(tmp_path / "nope.jsonl"), "--out", str(out),
                "--condition", "direct", "--phase", "agent"])
     assert rc == 2 and "nope.jsonl" in capsys.readouterr().err and not out.exists()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "prompt": "x", "class": "animal"}\n{"id": "b", "prompt": \n')
+    rc = main(["-q", "eval", "--benchmark", "jsonl", "--data", str(bad), "--out", str(out),
+               "--condition", "direct", "--phase", "agent"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "bad.jsonl" in err and "Traceback" not in err and not out.exists()
+
+
+def test_a_generator_that_cannot_load_fails_its_items_and_keeps_earlier_rows(tmp_path, capsys):
+    """The preset exists but cannot load here (no such GPU): every item of the phase is failed,
+    with the reason; the exit status says so; the agent rows are untouched."""
+    out = tmp_path / "run"
+    assert main(_eval(out, "--condition", "direct", "--phase", "agent")) == 0
+    before = (out / "agent.jsonl").read_bytes()
+    rc = main(_eval(out, "--condition", "direct", "--phase", "generate", "--generator", "tiny-sd3",
+                    "-s", "generator.device=cuda:7"))
+    err = capsys.readouterr().err
+    assert rc == 1 and "failed items: generate 3" in err and "Traceback" not in err
+    rows = _rows(out / "generate.jsonl")
+    assert len(rows) == 3 and all(r["status"] == "failed" and r["error"] and r["image"] is None for r in rows)
+    assert (out / "agent.jsonl").read_bytes() == before
 
 
 # --------------------------------------------------------------------------- failures are counted and rerun

@@ -32,6 +32,25 @@ class RunMismatch(OrigError, ValueError):
     """The run folder already holds results of a different benchmark/condition/model/data."""
 
 
+class ComponentLoadError(OrigError, RuntimeError):
+    """A phase's model could not be built/loaded (missing weights, out of memory, ...)."""
+
+    exit_code = 1
+
+
+def _built(role: str, name: str | None, build: Callable[[], Any]) -> Any:
+    """``build()``, with a failure as one line naming the role and the preset (traceback at DEBUG)."""
+    try:
+        return build()
+    except OrigError:
+        raise
+    except Exception as exc:
+        log.debug("building the %s failed", role, exc_info=True)
+        raise ComponentLoadError(f"could not load the {role} {name!r}: {type(exc).__name__}: {str(exc)[:300]}",
+                                 hint="check the preset (`orig models`) and that its weights are available; "
+                                 "rerun the same command to resume (--log-level DEBUG shows the traceback)") from exc
+
+
 # --------------------------------------------------------------------------- conditions without a backbone
 
 
@@ -146,7 +165,8 @@ def _uses(config, phases: Sequence[str]) -> dict[str, bool]:
 
 def _agent_phase(ctx: dict) -> Any:
     config = ctx["config"]
-    fn, aclose = (ctx["agent"], None) if ctx["agent"] is not None else build_agent_fn(config)
+    fn, aclose = (ctx["agent"], None) if ctx["agent"] is not None else _built(
+        "backbone", config.backbone.preset or config.backbone.model, lambda: build_agent_fn(config))
     return run_agent_phase(ctx["items"], ctx["run_dir"], fn, concurrency=config.agent.concurrency,
                            aclose=aclose, **ctx["common"])
 
@@ -160,7 +180,7 @@ def _generate_phase(ctx: dict) -> Any:
             # one GPU per process under accelerate/torchrun; a copy, the caller's config is left alone
             gen_cfg = config.generator.model_copy(update={"device": f"cuda:{os.environ.get('LOCAL_RANK', '0')}"})
             config = config.model_copy(update={"generator": gen_cfg})
-        gen = build_generator(config)
+        gen = _built("generator", config.generator.preset, lambda: build_generator(config))
     try:
         return run_generate_phase(ctx["items"], ctx["run_dir"], gen, seed=config.eval.seed, **ctx["common"])
     finally:
@@ -170,7 +190,8 @@ def _generate_phase(ctx: dict) -> Any:
 
 def _judge_phase(ctx: dict, phase: str) -> Any:
     config, ev = ctx["config"], ctx["config"].eval
-    jd = ctx["judge"] if ctx["judge"] is not None else build_judge(config)
+    jd = ctx["judge"] if ctx["judge"] is not None else _built(
+        "judge", config.judge.preset or config.judge.model, lambda: build_judge(config))
     jargs = dict(judge_name=ev.judge_name, concurrency=ev.judge_concurrency, close=ctx["judge"] is None)
     if phase == "judge":
         return run_judge_phase(ctx["items"], ctx["run_dir"], jd, **jargs, **ctx["common"])
