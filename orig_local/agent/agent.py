@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from orig_local.agent.config import AgentConfig
-from orig_local.conditions import condition
 from orig_local.agent.knowledge import ImageEvidence, KnowledgeBase, Source
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.stages.accumulation import accumulate
@@ -30,7 +29,8 @@ from orig_local.agent.stages.refinement import Reference, RefinementResult, refi
 from orig_local.agent.stages.retrieval import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.trace import StageRecord, Trace
-from orig_local.llm.base import BaseChatModel, ImageRef, is_transport_error
+from orig_local.agent.status import assess
+from orig_local.llm.base import BaseChatModel, ImageRef
 
 log = logging.getLogger(__name__)
 
@@ -334,47 +334,6 @@ class Agent:
         await self.chat.aclose()
         if self.retriever is not None and hasattr(self.retriever, "aclose"):
             await self.retriever.aclose()
-
-
-def assess(result: AgentResult) -> AgentResult:
-    """Set ``status``/``failure``/``transport_failure`` from the run's error, stop reason and trace.
-
-    failed: the run was cut short; a backbone request got no reply for a transport/server reason
-    (connection refused, timeout, HTTP error); the loop stopped with ``error``; the only backbone
-    stage of prompt_enhanced failed; or the generator raised. degraded: other stage errors
-    (invalid replies, failed searches/reads) or every search failed, but the run went on."""
-    errors = [r for r in result.trace.records if r.error]
-    transport = [r for r in errors if is_transport_error(r.error)]
-    enhance = [r for r in errors if r.stage == "enhance"]
-    generation = [r for r in errors if r.stage == "generation"]
-
-    def first(records) -> str:
-        return f"{records[0].stage}/{records[0].step}: {records[0].error}"[:500]
-
-    status, failure = "ok", None
-    if result.error:
-        status, failure = "failed", result.error
-    elif transport:
-        status, failure = "failed", f"backbone request failed ({first(transport)})"
-    elif result.stop_reason == "error":
-        loop = [r for r in errors if r.stage in ("planning", "sufficiency")] or errors
-        failure = "the retrieval loop stopped on a backbone error" + (f" ({first(loop)})" if loop else "")
-        status = "failed"
-    elif condition(result.condition).enhances and enhance:
-        status, failure = "failed", f"prompt enhancement failed; P kept as is ({first(enhance)})"
-    elif generation:
-        status, failure = "failed", f"generation failed ({first(generation)})"
-    elif errors:
-        status, failure = "degraded", f"{len(errors)} stage error(s); first: {first(errors)}"
-    elif result.parametric_only:
-        status, failure = "degraded", "every search failed: the prompt rests on the backbone's own knowledge"
-    result.status, result.failure = status, failure
-    result.transport_failure = bool(transport) or is_transport_error(result.error)
-    if result.transport_failure:
-        # "search unavailable ... rests on the backbone's own knowledge" would blame the wrong part
-        result.notes = [n for n in result.notes if not n.startswith("search unavailable")]
-        result.notes.append(f"backbone unreachable: {failure}")
-    return result
 
 
 def _item_id(item: Any) -> str | None:

@@ -48,7 +48,6 @@ class PhaseSummary:
     # statuses of the selected items finished by an earlier invocation (skipped now)
     earlier: dict[str, int] = field(default_factory=dict)
     file: str | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
