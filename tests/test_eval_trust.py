@@ -365,3 +365,13 @@ def test_run_folder_refuses_other_data(tmp_path, capsys):
     assert "other data" in err and "--out" in err
     assert (out / "run.json").read_bytes() == before
     assert json.loads(before)["data"] == MINI
+
+
+def test_image_exits_1_with_one_line_when_the_generator_fails(tmp_path, capsys):
+    out = tmp_path / "x.png"
+    rc = main(["-q", "image", "a red kite", "--preset", "tiny-sd3", "-s", "generator.device=cuda:7",
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "FAILED" in err and "Traceback" not in err
+    assert len([ln for ln in err.splitlines() if ln.strip()]) == 1 and not out.exists()
+    assert main(["-q", "image", "a red kite", "--ref", str(tmp_path / "missing.png"), "--out", str(out)]) == 2
