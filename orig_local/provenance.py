@@ -145,3 +145,30 @@ def provenance(config: Any = None, uses: dict[str, bool] | None = None,
         out["config_sha256"] = config_hash(config)
         out["models"] = model_info(config, uses or {}, served)
     return out
+
+
+def summary_lines(prov: dict[str, Any]) -> list[str]:
+    """A short, human-readable provenance block (for reports) from ``run.json["provenance"]``."""
+    if not prov:
+        return ["provenance: not recorded (run made before provenance was kept)"]
+    code, libs, host = prov.get("code") or {}, prov.get("libraries") or {}, prov.get("host") or {}
+    commit = code.get("git_commit")
+    lines = [f"orig_local {code.get('orig_local')}"
+             + (f", commit {commit[:12]}{' (dirty)' if code.get('git_dirty') else ''}" if commit else ""),
+             "libraries: " + ", ".join(f"{k} {v}" for k, v in libs.items() if v),
+             f"host: {host.get('host')}; GPUs: {', '.join(host.get('gpus') or []) or 'none'}",
+             f"run: {prov.get('started_at')} → {prov.get('ended_at')}; "
+             f"config sha256 {str(prov.get('config_sha256'))[:12]}"]
+    for role, m in (prov.get("models") or {}).items():
+        text = f"{role}: {m.get('preset') or m.get('model')}"
+        if m.get("hub_id"):
+            text += f" ({m['hub_id']}" + (f" @ {m['revision']}" if m.get("revision") else ", revision not pinned") + ")"
+        if m.get("tiny_random_weights"):
+            text += " — tiny random weights"
+        if m.get("backend") and m.get("backend") != "openai":
+            text += f" [{m['backend']}]"
+        server = m.get("server")
+        if server:
+            text += f"; served as {server.get('id')!r} at {m.get('base_url')}"
+        lines.append(text)
+    return lines

@@ -345,6 +345,11 @@ def test_run_json_records_versions_commit_models_and_server(tmp_path):
     assert backbone["server"]["owned_by"] == "loopback"
     assert meta["benchmark_identity"]["loader"] == "jsonl" and len(meta["benchmark_identity"]["sha256"]) == 64
     assert meta["history"][-1]["summaries"][0]["ok"] == 3
+    from orig_local.provenance import summary_lines
+
+    block = "\n".join(summary_lines(prov))
+    assert "tiny-qwen2.5-vl (tiny:qwen2_5_vl" in block and "tiny random weights" in block
+    assert "served as 'loopback-model'" in block and f"transformers {libs['transformers']}" in block
 
 
 def test_run_folder_refuses_other_data(tmp_path, capsys):
