@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ from typing import Iterator
 
 from orig_local.errors import DataError, PreflightError
 from orig_local.evaluation.store import read_rows, scan_rows
+
+log = logging.getLogger(__name__)
 
 PHASES = ("agent", "generate", "judge", "retrieval")  # file bases; the phases themselves: evaluation.phases
 _SHARD = re.compile(r"^(?P<base>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
@@ -173,6 +176,9 @@ def hold_run(run_dir: Path, shard: tuple[int, int] | None = None) -> Iterator[No
                 fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise _busy(run_dir, name) from None
+            except OSError as exc:  # a filesystem without locks (some network mounts): go on, say so
+                log.warning("%s: cannot lock (%s); make sure no other process writes this run folder", run_dir, exc)
+                continue
             if exclusive:
                 os.ftruncate(fd, 0)
                 os.write(fd, str(os.getpid()).encode())
