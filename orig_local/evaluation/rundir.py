@@ -156,6 +156,8 @@ def check_not_held(run_dir: Path, shard: tuple[int, int] | None = None) -> None:
                 fcntl.flock(fh, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise _busy(Path(run_dir), name) from None
+            except OSError:  # no locks on this filesystem: hold_run says so
+                return
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
