@@ -13,11 +13,12 @@ import re
 import shutil
 from pathlib import Path
 
+from orig_local.evaluation.phases import PHASE_NAMES
 from orig_local.evaluation.store import JsonlStore, read_rows, write_rows_atomic
 
 log = logging.getLogger(__name__)
 
-_FILE = re.compile(r"^(?P<base>(agent|generate|judge|retrieval)(-[\w.-]+?)?)(\.shard-\d+-of-\d+)?\.jsonl$")
+_FILE = re.compile(rf"^(?P<base>({'|'.join(PHASE_NAMES)})(-[\w.-]+?)?)(\.shard-\d+-of-\d+)?\.jsonl$")
 _ASSET_DIRS = ("images", "refs", "evidence", "traces")
 
 

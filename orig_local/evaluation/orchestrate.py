@@ -209,7 +209,7 @@ assert set(RUNNERS) == set(PHASE_NAMES), "every phase in orig_local.evaluation.p
 
 
 def run_phases(config, run_dir: str | Path, items: Sequence[BenchmarkItem],
-               phases: Sequence[str] = ("agent", "generate", "judge"), *,
+               phases: Sequence[str] = PHASE_NAMES[:3], *,  # agent, generate, judge
                shard: tuple[int, int] | None = None, agent=None, generator=None, judge=None,
                retry_errors: bool = False, retry_degraded: bool = False,
                data_identity: dict | None = None, preflight: bool = True) -> list:

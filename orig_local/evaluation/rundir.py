@@ -27,18 +27,20 @@ from pathlib import Path
 from typing import Iterator
 
 from orig_local.errors import DataError, PreflightError
+from orig_local.evaluation.phases import PHASE_NAMES
+from orig_local.evaluation.phases import PHASES as PHASE_SPECS
 from orig_local.evaluation.store import read_rows, scan_rows
 
 log = logging.getLogger(__name__)
 
-PHASES = ("agent", "generate", "judge", "retrieval")  # file bases; the phases themselves: evaluation.phases
+PHASES = PHASE_NAMES  # each phase writes <phase>.jsonl (judge phases: <phase>-<judge name>.jsonl)
 _SHARD = re.compile(r"^(?P<base>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
 
 
 def phase_file(run_dir: Path, phase: str, judge_name: str | None = None,
                shard: tuple[int, int] | None = None) -> Path:
     base = phase
-    if phase in ("judge", "retrieval") and judge_name:
+    if judge_name and PHASE_SPECS[phase].needs == "judge":
         base = f"{phase}-{judge_name}"
     if shard and shard[1] > 1:
         return Path(run_dir) / f"{base}.shard-{shard[0]}-of-{shard[1]}.jsonl"
