@@ -18,7 +18,6 @@ import asyncio
 import inspect
 import logging
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
 from orig_local.errors import OrigError
@@ -32,26 +31,38 @@ log = logging.getLogger(__name__)
 STATUSES = ("ok", "degraded", "failed")
 
 
-@dataclass
-class PhaseSummary:
-    """What one phase did. ``errors`` (= ``failed``) is kept for older callers."""
+class PhaseSummary(dict):
+    """What one phase did: a dict (JSON as is, read as ``summary["ran"]`` like the summaries
+    before it) whose keys are also attributes. ``errors`` mirrors ``failed`` for older callers."""
 
-    phase: str
-    ran: int = 0
-    skipped: int = 0  # already in the phase file
-    waiting: int = 0  # no input row from the previous phase yet
-    ok: int = 0
-    degraded: int = 0
-    failed: int = 0
-    seconds: float = 0.0
-    stopped: str | None = None  # the circuit breaker's message, when it tripped
-    # statuses of the selected items finished by an earlier invocation (skipped now)
-    earlier: dict[str, int] = field(default_factory=dict)
-    file: str | None = None
+    def __init__(self, phase: str, **counts: Any):
+        super().__init__(
+            phase=phase,
+            ran=0,
+            skipped=0,  # already in the phase file
+            waiting=0,  # no input row from the previous phase yet
+            ok=0, degraded=0, failed=0,  # this invocation's rows by status
+            errors=0,  # = failed
+            seconds=0.0,
+            stopped=None,  # the circuit breaker's message, when it tripped
+            earlier={},  # statuses of the selected items finished by an earlier invocation (skipped now)
+            file=None,
+        )
+        for key, value in counts.items():
+            setattr(self, key, value)
 
-    @property
-    def errors(self) -> int:
-        return self.failed
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key not in self:
+            raise AttributeError(f"PhaseSummary has no field {key!r}")
+        self[key] = value
+        if key == "failed":
+            self["errors"] = value
 
     @property
     def failed_total(self) -> int:
@@ -66,13 +77,7 @@ class PhaseSummary:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "errors": self.failed}
-
-    def __getitem__(self, key: str) -> Any:  # summary["ran"], as the dict summaries used to be read
-        return self.to_dict()[key]
-
-    def __str__(self) -> str:
-        return str(self.to_dict())
+        return dict(self)
 
 
 def row_status(row: dict) -> str:
