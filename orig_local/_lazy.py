@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from orig_local.errors import MissingDependency, UsageError
 
-class UnknownBackendError(ValueError):
+
+class UnknownBackendError(UsageError):
     """A backend name that is not in a role's map."""
 
 
@@ -49,7 +51,7 @@ def require(module: str, extra: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:  # only missing-dependency errors are turned into advice
-        raise ImportError(
+        raise MissingDependency(
             f"{module!r} is needed here but is not installed ({exc}). "
             f"Install it with: pip install 'orig-local[{extra}]'"
         ) from exc

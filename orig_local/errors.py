@@ -30,5 +30,9 @@ class DataError(OrigError, ValueError):
     """Benchmark data or result rows that are missing, malformed or inconsistent."""
 
 
+class MissingDependency(OrigError, ImportError):
+    """An optional package (or a version of it with the needed class) is not installed."""
+
+
 class PreflightError(OrigError, RuntimeError):
     """A phase cannot start: a server does not answer, a model is not served, a folder is held."""

@@ -78,11 +78,13 @@ def run_agent_demo(config, out_dir: Path) -> dict:
 
     result = run_agent(DEMO_PROMPT, config=config, out_dir=out_dir)
     summary = {
-        "out": str(out_dir), "condition": result.condition, "stop_reason": result.stop_reason,
+        "out": str(out_dir), "condition": result.condition, "status": result.status,
+        "stop_reason": result.stop_reason,
         "rounds": result.rounds, "stage_errors": len(result.trace.errors()),
         "references": len(result.references), "prompt_words": len(result.final_prompt.split()),
     }
-    print(f"agent ({config.backbone.backend}): stop={summary['stop_reason']} rounds={summary['rounds']} "
+    print(f"agent ({config.backbone.backend}): status={summary['status']} stop={summary['stop_reason']} "
+          f"rounds={summary['rounds']} "
           f"errors={summary['stage_errors']} refs={summary['references']} -> {out_dir}/trace.html")
     return summary
 

@@ -68,6 +68,29 @@ async def test_unreachable_backbone_is_recorded():
     res = await make_agent(chat=chat).run(PROMPT)
     assert res.stop_reason == "error" and res.final_prompt.startswith(PROMPT)
     assert any("ChatConnectionError" in e for e in res.trace.errors())
+    # a fallback prompt is not a result: the run is failed, says why, and blames the backbone
+    assert res.status == "failed" and res.transport_failure
+    assert "ChatConnectionError" in res.failure
+    assert not any(n.startswith("search unavailable") for n in res.notes)
+    data = res.to_json()
+    assert data["status"] == "failed" and data["transport_failure"] is True
+
+
+async def test_http_error_from_the_backbone_is_a_transport_failure():
+    from orig_local.llm.base import ChatHTTPError
+
+    def wrong_model(messages, schema):
+        raise ChatHTTPError("http://127.0.0.1:1/v1/chat/completions answered HTTP 404: no such model")
+
+    chat = ScriptedChatModel(ChatConfig(backend="scripted", model="s"), replies=[wrong_model], cycle=True)
+    res = await make_agent(chat=chat, condition="prompt_enhanced").run(PROMPT)
+    assert res.status == "failed" and res.transport_failure and "HTTP 404" in res.failure
+
+
+async def test_invalid_replies_with_a_usable_run_are_degraded_not_ok():
+    res = await make_agent(chat=backbone({"Extension": lambda m, s: "not json"})).run(PROMPT)
+    assert res.stop_reason == "sufficient" and res.status == "degraded" and not res.transport_failure
+    assert "extension" in res.failure
 
 
 async def test_partly_invalid_plan_fields_are_repaired_by_retry():

@@ -242,6 +242,8 @@ def test_status_counts_and_failed_runs_marked_in_every_table(tmp_path, bench, ca
     # an old-style row: no error, but the loop stopped with "error" (issue 9's silent failure)
     rows = _rows(bad / "agent.jsonl")
     rows[0]["stop_reason"] = "error"
+    for key in ("status", "warning", "failure"):  # rows from before statuses existed
+        rows[0].pop(key, None)
     _write(bad / "agent.jsonl", rows)
     # one judge question errored
     jrows = _rows(bad / "judge.jsonl")

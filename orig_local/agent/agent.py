@@ -29,11 +29,13 @@ from orig_local.agent.stages.refinement import Reference, RefinementResult, refi
 from orig_local.agent.stages.retrieval import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.trace import StageRecord, Trace
+from orig_local.agent.status import assess
 from orig_local.llm.base import BaseChatModel, ImageRef
 
 log = logging.getLogger(__name__)
 
 StopReason = Literal["sufficient", "max_rounds", "no_new_evidence", "error"]
+Status = Literal["ok", "degraded", "failed"]
 
 
 @dataclass
@@ -63,6 +65,11 @@ class AgentResult:
     parametric_only: bool = False  # retrieval was wanted but every search failed
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # a fatal error (the run was cut short); stage errors are in trace
+    # ok | degraded (some replies invalid, the run went on) | failed (the condition could not run
+    # as specified: backbone unreachable, loop stopped on an error, generator raised); see assess()
+    status: Status = "ok"
+    failure: str | None = None  # why the run is failed or degraded
+    transport_failure: bool = False  # a backbone request got no reply (connection, timeout, HTTP)
     knowledge: KnowledgeBase = field(default_factory=KnowledgeBase)
     trace: Trace = field(default_factory=Trace)
     generation: Any = None  # GenerationResult when a generator is configured
@@ -95,6 +102,9 @@ class AgentResult:
             "parametric_only": self.parametric_only,
             "notes": self.notes,
             "error": self.error,
+            "status": self.status,
+            "failure": self.failure,
+            "transport_failure": self.transport_failure,
             "stage_errors": self.trace.errors(),
             "seconds": round(self.seconds, 3),
             "generation": None if gen is None else {
@@ -161,11 +171,11 @@ class Agent:
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
         #    backbone's own knowledge.
-        if cfg.condition == "prompt_enhanced":
+        if cfg.spec.enhances:
             result.final_prompt = (await enhance_prompt(ctx)).final_prompt
 
         # 2. Oracle: the benchmark's gold text and images take the place of retrieval.
-        elif cfg.condition == "oracle":
+        elif cfg.spec.needs_oracle:
             refined = self._load_oracle(ctx, oracle if oracle is not None else _oracle_of(item))
             await self._construct(ctx, result, refined)
 
@@ -195,6 +205,7 @@ class Agent:
             await self._generate(ctx, result)
 
         result.seconds = time.perf_counter() - start
+        assess(result)
         return result
 
     async def _research(self, ctx: StageContext) -> tuple[StopReason, int]:
@@ -312,6 +323,7 @@ class Agent:
                     res = AgentResult(prompt=str(prompt), condition=self.config.condition,
                                       final_prompt=str(prompt), error=f"{type(exc).__name__}: {exc}",
                                       item_id=_item_id(item))
+                    assess(res)
             if on_result is not None:
                 done = on_result(res)
                 if inspect.isawaitable(done):

@@ -10,9 +10,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from orig_local.conditions import CONDITION_NAMES, ConditionSpec, condition
 from orig_local.configbase import StrictModel
 
-Condition = Literal["direct", "prompt_enhanced", "oracle", "orig", "orig_txt", "orig_img"]
+Condition = Literal[CONDITION_NAMES]  # type: ignore[valid-type]  # names from orig_local.conditions
 
 
 class AgentConfig(StrictModel):
@@ -73,12 +74,15 @@ class AgentConfig(StrictModel):
         return self.fixed_rounds if self.fixed_rounds is not None else self.max_rounds
 
     @property
+    def spec(self) -> ConditionSpec:
+        """The condition's properties (orig_local.conditions)."""
+        return condition(self.condition)
+
+    @property
     def retrieves(self) -> bool:
-        return self.condition in ("orig", "orig_txt", "orig_img")
+        return self.spec.retrieves
 
     @property
     def modalities(self) -> tuple[str, ...]:
         """Search modalities the loop may use."""
-        return {"orig": ("text", "image"), "orig_txt": ("text",), "orig_img": ("image",)}.get(
-            self.condition, ()
-        )
+        return self.spec.modalities

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 HELP = "run a benchmark (FIG-Eval, JSONL, WISE, I-HallA) in resumable phases"
 
-CONDITIONS = ["direct", "prompt_enhanced", "oracle", "orig", "orig_txt", "orig_img"]
+# Exit status: 0 every item ok (or degraded); 1 some items failed or a phase was stopped by the
+# circuit breaker; 2 usage/config/preflight error (nothing written); 130 interrupted.
 
 
 def _csv_list(values):
@@ -16,17 +17,19 @@ def _csv_list(values):
 
 def add_arguments(parser) -> None:
     from orig_local.cli import add_config_arguments
+    from orig_local.conditions import CONDITION_NAMES
+    from orig_local.evaluation.phases import PHASE_NAMES
 
     add_config_arguments(parser)
     parser.add_argument("--benchmark", help="benchmark loader: figeval (default), jsonl, wise, ihalla")
     parser.add_argument("--data", help="benchmark folder/file (FIG-Eval: the authors' repo or a flat folder)")
-    parser.add_argument("--condition", choices=CONDITIONS, help="paper condition (default: agent.condition)")
+    parser.add_argument("--condition", choices=CONDITION_NAMES, help="paper condition (default: agent.condition)")
     parser.add_argument("--generator", help="generator preset, e.g. qwen-image")
     parser.add_argument("--backbone", help="backbone chat preset, e.g. qwen2.5-vl-72b")
     parser.add_argument("--judge", help="judge chat preset (default qwen2.5-vl-72b)")
     parser.add_argument("--judge-name", help="store verdicts as judge-<name>.jsonl (compare several judges)")
     parser.add_argument("--out", required=True, help="run folder (created; rerun to resume)")
-    parser.add_argument("--phase", default="all", choices=["agent", "generate", "judge", "retrieval", "all"],
+    parser.add_argument("--phase", default="all", choices=[*PHASE_NAMES, "all"],
                         help="run one phase only (default: all phases in order)")
     parser.add_argument("--shard", help="i/n: take every n-th item starting at i, write <phase>.shard-i-of-n.jsonl")
     parser.add_argument("--limit", type=int, help="first N items only (after --classes/--ids)")
@@ -35,7 +38,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--include-others", action="store_true", help="FIG-Eval: keep the 20 'others' prompts")
     parser.add_argument("--variant", choices=["base", "rewrite"], help="WISE: base prompts (default) or the legacy rewrites")
     parser.add_argument("--label", help="run name in reports (default: the folder name)")
-    parser.add_argument("--retry-errors", action="store_true", help="rerun items whose row has an error")
+    parser.add_argument("--retry-errors", action="store_true", help="rerun items whose row has status failed")
+    parser.add_argument("--retry-degraded", action="store_true",
+                        help="rerun items whose row has status failed or degraded (some replies invalid)")
     parser.add_argument("--no-report", action="store_true", help="do not write <out>/report after phase 'all'")
 
 
@@ -87,15 +92,71 @@ def adopt_run_meta(config, args, out) -> None:
         config.backbone.preset = meta["backbone"]
 
 
+def _load_items(ev, ids: list[str] | None = None):
+    """The benchmark, and the identity of its full item list (filters left out, so a run grown
+    with a larger --limit keeps matching its data)."""
+    from pathlib import Path
+
+    from orig_local.errors import DataError, UsageError
+    from orig_local.evaluation.loaders import LOADERS, benchmark_options, benchmark_source, load_benchmark
+    from orig_local.evaluation.orchestrate import benchmark_identity
+    from orig_local.evaluation.selection import check_selection
+
+    if ev.benchmark not in LOADERS:
+        raise UsageError(f"unknown benchmark {ev.benchmark!r}; benchmarks: {', '.join(LOADERS)}")
+    if not Path(ev.data).exists():
+        raise DataError(f"benchmark data not found: {ev.data}", hint="pass --data PATH (a folder or file)")
+    options = benchmark_options(ev)
+    try:
+        items = load_benchmark(ev.benchmark, ev.data, classes=ev.classes, include_others=ev.include_others,
+                               **options)
+        every = load_benchmark(ev.benchmark, ev.data, include_others=True, **options)
+        # A class is unknown when the loader (whose own names and aliases count) selects nothing
+        # for it: never a silently smaller run.
+        empty = [c for c in ev.classes or []
+                 if not load_benchmark(ev.benchmark, ev.data, classes=[c], include_others=True, **options)]
+    except (OSError, ValueError, KeyError) as exc:
+        if isinstance(exc, (DataError, UsageError)):
+            raise
+        raise DataError(f"cannot read {ev.benchmark} data at {ev.data}: {type(exc).__name__}: {exc}") from exc
+    if empty:
+        raise UsageError(f"unknown class(es) {', '.join(empty)}",
+                         hint=f"valid classes: {', '.join(sorted({it.category for it in every}))}")
+    check_selection(every, ids=ids)
+    return items, benchmark_identity(ev.benchmark, str(Path(ev.data).resolve()), every,
+                                     source=benchmark_source(ev.benchmark, ev.data, **options))
+
+
+def exit_status(summaries, command: str = "orig eval") -> int:
+    """0 when no item failed; else 1, with the counts (and how to rerun them) on stderr."""
+    import sys
+
+    stopped = [s.stopped for s in summaries if s.stopped]
+    # the selected items' state, not only this invocation's: rows failed earlier still count
+    failed = {s.phase: s.failed_total for s in summaries if s.failed_total}
+    degraded = {s.phase: s.degraded + s.earlier.get("degraded", 0) for s in summaries
+                if s.degraded + s.earlier.get("degraded", 0)}
+    if degraded:
+        print(f"{command}: degraded items (some replies invalid): "
+              + ", ".join(f"{p} {n}" for p, n in degraded.items()) + " (--retry-degraded reruns them)",
+              file=sys.stderr)
+    for message in stopped:
+        print(f"{command}: {message}", file=sys.stderr)
+    if failed:
+        print(f"{command}: failed items: " + ", ".join(f"{p} {n}" for p, n in failed.items())
+              + "; rerun with --retry-errors to run them again", file=sys.stderr)
+    return 1 if failed or stopped else 0
+
+
 def run(args) -> int:
     import json
-    import sys
     from pathlib import Path
 
     from orig_local.cli import config_from_args
     from orig_local.configbase import ConfigError
-    from orig_local.evaluation.loaders import load_benchmark
+    from orig_local.errors import UsageError
     from orig_local.evaluation.orchestrate import run_phases
+    from orig_local.evaluation.phases import default_phases
     from orig_local.evaluation.runner import parse_shard, select_items
 
     config = apply_flags(config_from_args(args), args)
@@ -107,23 +168,15 @@ def run(args) -> int:
         shard = parse_shard(args.shard) if args.shard else None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    from orig_local.evaluation.loaders import benchmark_options
-
-    items = load_benchmark(ev.benchmark, ev.data, classes=ev.classes, include_others=ev.include_others,
-                           **benchmark_options(ev))
+    items, identity = _load_items(ev, _csv_list(args.ids))
     items = select_items(items, ids=_csv_list(args.ids), limit=args.limit)
     if not items:
-        print("orig eval: no items selected", file=sys.stderr)
-        return 1
-    if args.phase == "all":
-        phases = ["agent", "generate", "judge"]
-        if ev.retrieval_accuracy and config.agent.retrieves:
-            phases.append("retrieval")
-    else:
-        phases = [args.phase]
-    summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors)
+        raise UsageError("no items selected", hint="check --classes/--ids/--limit")
+    phases = default_phases(config) if args.phase == "all" else [args.phase]
+    summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
+                           retry_degraded=args.retry_degraded, data_identity=identity)
     for s in summaries:
-        print(json.dumps(s))
+        print(json.dumps(s.to_dict()))
     if args.phase == "all" and not args.no_report and not (shard and shard[1] > 1):
         from orig_local.evaluation.report import build_report
 
@@ -131,4 +184,4 @@ def run(args) -> int:
                                seed=ev.bootstrap_seed, errors=ev.judge_errors)
         print((Path(written["accuracy"])).read_text(encoding="utf-8"))
         print(f"report: {written['report']}")
-    return 0
+    return exit_status(summaries)

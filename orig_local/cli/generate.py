@@ -4,15 +4,22 @@ from __future__ import annotations
 
 HELP = "run ORIG (or a baseline/ablation) on one prompt and write image, prompt, references, trace"
 
+# Exit status: 0 the condition ran (ok, or degraded: some replies invalid, said on stderr);
+# 1 it failed (backbone unreachable, loop stopped on an error, generator raised: the output is a
+# fallback such as the raw prompt) unless --allow-degraded; 2 usage/config error; 130 interrupted.
+
 
 def add_arguments(parser) -> None:
     from orig_local.cli import add_config_arguments
+    from orig_local.conditions import standalone_conditions
 
     parser.add_argument("prompt", help="the text prompt, e.g. \"Tesla Optimus shaking hands with Unitree G1\"")
-    parser.add_argument("--condition", choices=["direct", "prompt_enhanced", "orig", "orig_txt", "orig_img"],
+    parser.add_argument("--condition", choices=standalone_conditions(),
                         help="shortcut for --set agent.condition=... (oracle needs a benchmark item: use `orig eval`)")
     parser.add_argument("--out", "-o", default=None,
                         help="output folder (default: runs/generate/<timestamp>-<prompt words>)")
+    parser.add_argument("--allow-degraded", action="store_true",
+                        help="exit 0 even when the condition failed and a fallback (e.g. the raw prompt) was used")
     add_config_arguments(parser)
 
 
@@ -25,6 +32,8 @@ def _default_out(prompt: str) -> str:
 
 
 def run(args) -> int:
+    import sys
+
     from orig_local.agent.factory import run_agent
     from orig_local.cli import config_from_args
 
@@ -37,8 +46,15 @@ def run(args) -> int:
     print(f"\nwrote {out}/ (trace.html, trace.json, prompt.txt"
           + (", image.png" if result.image is not None else "")
           + f", {len(result.references)} reference image(s))")
-    print(f"condition={result.condition} stop={result.stop_reason} rounds={result.rounds} "
+    print(f"condition={result.condition} status={result.status} stop={result.stop_reason} rounds={result.rounds} "
           f"stage errors={len(result.trace.errors())}" + (f" error={result.error}" if result.error else ""))
     for note in result.notes:
         print(f"note: {note}")
-    return 1 if result.error else 0
+    if result.status == "failed":
+        fallback = "the output is a fallback, not the condition's result"
+        print(f"orig generate: FAILED: {result.failure}; {fallback}"
+              + ("" if args.allow_degraded else " (--allow-degraded accepts it)"), file=sys.stderr)
+        return 0 if args.allow_degraded else 1
+    if result.status == "degraded":
+        print(f"orig generate: degraded: {result.failure}", file=sys.stderr)
+    return 0

@@ -32,7 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """0 image written; 1 the generator failed (one line, the error); 2 usage/config error;
+    130 interrupted (cli.main)."""
+    import sys
+
     from orig_local.cli import config_from_args
+    from orig_local.errors import OrigError
     from orig_local.configbase import ConfigError
     from orig_local.generation import GenerationRequest, make_generator
 
@@ -48,10 +53,16 @@ def run(args: argparse.Namespace) -> int:
         prompt=args.prompt, references=[Path(r) for r in args.ref], seed=args.seed, width=args.width,
         height=args.height, steps=args.steps, guidance=args.guidance, negative_prompt=args.negative_prompt,
     )
-    result = generator.generate(request)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    result.image.save(out)
+    try:
+        result = generator.generate(request)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        result.image.save(out)
+    except OrigError:
+        raise
+    except Exception as exc:  # the one item failed: say why on one line, exit 1
+        print(f"orig image: FAILED: {type(exc).__name__}: {str(exc)[:500]}", file=sys.stderr)
+        return 1
     record = {"prompt": args.prompt, "references": args.ref, "seconds": round(result.seconds, 3),
               "references_used": result.references_used, "notes": result.notes, "params": result.params}
     out.with_suffix(out.suffix + ".json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")

@@ -51,7 +51,10 @@ def run(args) -> int:
 
     from orig_local.evaluation.report import build_report
     from orig_local.labels import SIMULATED, TINY
+    from orig_local.evaluation.rundir import check_run_dir
 
+    for run_dir in args.runs:  # a missing or empty folder: exit 2, and no report folder created
+        check_run_dir(run_dir)
     written = build_report(args.runs, args.out, judge_name=args.judge_name, baseline=args.baseline,
                            n_boot=args.bootstrap, ci=args.ci, seed=args.seed, errors=args.errors,
                            gallery=not args.no_gallery, allow_mixed_judges=args.allow_mixed_judges,

@@ -38,6 +38,9 @@ def to_output(result) -> AgentOutput:
         trace=data,
         notes=list(result.notes),
         error=result.error,
+        status=getattr(result, "status", "ok"),
+        failure=getattr(result, "failure", None),
+        transport=getattr(result, "transport_failure", False),
     )
 
 
@@ -46,11 +49,11 @@ def make_agent_fn(config, agent=None):
     from orig_local.agent.factory import build_agent
 
     agent = agent or build_agent(config, generator=False)
-    condition = config.agent.condition
+    needs_oracle = config.agent.spec.needs_oracle
     benchmark = config.eval.benchmark
 
     async def run(item: BenchmarkItem) -> AgentOutput:
-        oracle = oracle_evidence(item, benchmark) if condition == "oracle" else None
+        oracle = oracle_evidence(item, benchmark) if needs_oracle else None
         result = await agent.run(item.prompt, item=item, oracle=oracle)
         return to_output(result)
 

@@ -23,6 +23,9 @@ class EvalConfig(StrictModel):
         default_factory=lambda: ["wiscore", "verified"], min_length=1)
     seed: int = 0  # generation seed, the same for every prompt and condition
     label: str | None = None  # run name in reports (default: the run folder's name)
+    # Circuit breaker: a phase stops after this many consecutive items whose server did not
+    # answer (connection refused, timeout, HTTP error), keeping finished rows; 0 = never stop.
+    max_consecutive_failures: int = Field(5, ge=0)
 
     # --- judge (the model itself is the root `judge:` ChatConfig; paper §4) ---
     # How the true/false answer is constrained: "bool" = JSON boolean schema (guided decoding

@@ -210,6 +210,10 @@ class Judge:
                    reference_text=ev.judge_reference_text, templates_dir=config.prompts_dir,
                    name=ev.judge_name or config.judge.preset or config.judge.model)
 
+    async def aclose(self) -> None:
+        """Release the judge's chat model (its HTTP clients belong to the running loop)."""
+        await self.chat.aclose()
+
     def render(self, name: str, **values) -> str:
         return self._env.get_template(name).render(**values).strip()
 

@@ -13,25 +13,32 @@ import re
 import shutil
 from pathlib import Path
 
-from orig_local.evaluation.store import read_rows, write_rows_atomic
+from orig_local.evaluation.phases import PHASE_NAMES
+from orig_local.evaluation.store import JsonlStore, read_rows, write_rows_atomic
 
 log = logging.getLogger(__name__)
 
-_FILE = re.compile(r"^(?P<base>(agent|generate|judge|retrieval)(-[\w.-]+?)?)(\.shard-\d+-of-\d+)?\.jsonl$")
+_FILE = re.compile(rf"^(?P<base>({'|'.join(PHASE_NAMES)})(-[\w.-]+?)?)(\.shard-\d+-of-\d+)?\.jsonl$")
 _ASSET_DIRS = ("images", "refs", "evidence", "traces")
 
 
 def merge_runs(runs: list[str | Path], out: str | Path | None = None) -> dict[str, int]:
     """Merge every phase file found in ``runs`` into ``out`` (default: the first run).
     Returns rows per merged file."""
-    runs = [Path(r) for r in runs]
+    from orig_local.evaluation.rundir import check_run_dir, hold_run
+
+    runs = [check_run_dir(r) for r in runs]  # missing or empty: a DataError, nothing created
     out = Path(out) if out else runs[0]
-    out.mkdir(parents=True, exist_ok=True)
+    with hold_run(out):  # no `orig eval` may be writing the merged folder meanwhile
+        return _merge(runs, out)
+
+
+def _merge(runs: list[Path], out: Path) -> dict[str, int]:
     groups: dict[str, list[Path]] = {}
     for run in runs:
         for path in sorted(run.glob("*.jsonl")):
             m = _FILE.match(path.name)
-            if m:
+            if m and not path.name.endswith(".corrupt.jsonl"):
                 groups.setdefault(m.group("base"), []).append(path)
     counts: dict[str, int] = {}
     for base, paths in sorted(groups.items()):
@@ -40,6 +47,8 @@ def merge_runs(runs: list[str | Path], out: str | Path | None = None) -> dict[st
         paths = sorted(set(paths), key=lambda p: (p != target, str(p)))
         rows: dict[str, dict] = {}
         for path in paths:
+            if path.parent.resolve() == out.resolve():
+                JsonlStore(path)  # moves corrupt lines aside (<name>.corrupt.jsonl) instead of dropping them
             for row in read_rows(path):
                 rows.setdefault(row["id"], row)
         write_rows_atomic(target, rows.values())

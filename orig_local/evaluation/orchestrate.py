@@ -1,15 +1,19 @@
-"""Run the phases of a benchmark run from a Config: build each component only when its phase
-runs, release it afterwards (generator ``unload()``, chat ``aclose()``), record run.json."""
+"""Run the phases of a benchmark run from a Config: check what they need first (preflight),
+hold the run folder, build each component only when its phase runs, release it afterwards
+(generator ``unload()``, chat ``aclose()``), record run.json with the run's provenance."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
-from orig_local.evaluation.rundir import backbone_size, read_meta
+from orig_local.evaluation.phases import PHASE_NAMES, check_phase
+from orig_local.evaluation.rundir import backbone_size, hold_run, read_meta, write_meta_file
 from orig_local.evaluation.runner import (
     AgentOutput,
     run_agent_phase,
@@ -21,11 +25,30 @@ from orig_local.evaluation.runner import (
 
 log = logging.getLogger(__name__)
 
-ALL_PHASES = ("agent", "generate", "judge", "retrieval")
+ALL_PHASES = PHASE_NAMES  # kept for older imports
 
 
-class RunMismatch(ValueError):
-    """The run folder already holds results of a different benchmark/condition/model."""
+class RunMismatch(OrigError, ValueError):
+    """The run folder already holds results of a different benchmark/condition/model/data."""
+
+
+class ComponentLoadError(OrigError, RuntimeError):
+    """A phase's model could not be built/loaded (missing weights, out of memory, ...)."""
+
+    exit_code = 1
+
+
+def _built(role: str, name: str | None, build: Callable[[], Any]) -> Any:
+    """``build()``, with a failure as one line naming the role and the preset (traceback at DEBUG)."""
+    try:
+        return build()
+    except OrigError:
+        raise
+    except Exception as exc:
+        log.debug("building the %s failed", role, exc_info=True)
+        raise ComponentLoadError(f"could not load the {role} {name!r}: {type(exc).__name__}: {str(exc)[:300]}",
+                                 hint="check the preset (`orig models`) and that its weights are available; "
+                                 "rerun the same command to resume (--log-level DEBUG shows the traceback)") from exc
 
 
 # --------------------------------------------------------------------------- conditions without a backbone
@@ -38,8 +61,7 @@ def direct_agent(item: BenchmarkItem) -> AgentOutput:
 
 def build_agent_fn(config):
     """The agent callable for ``config.agent.condition``."""
-    condition = config.agent.condition
-    if condition == "direct":
+    if not config.agent.spec.uses_backbone:
         return direct_agent, None
     from orig_local.evaluation.agent_adapter import make_agent_fn
 
@@ -63,11 +85,36 @@ def build_judge(config):
 # --------------------------------------------------------------------------- run.json
 
 
-def write_meta(run_dir: Path, config, extra: dict | None = None) -> dict:
-    """Record what this run is; refuse to mix a different benchmark/condition into it."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    uses_backbone = config.agent.condition != "direct"  # Direct sends the raw prompt
-    backbone = (config.backbone.preset or config.backbone.model) if uses_backbone else None
+def benchmark_identity(loader: str, data: str | None, items: Sequence[BenchmarkItem],
+                       variant: str | None = None, source: dict | None = None) -> dict[str, Any]:
+    """What binds a run folder to its data: the loader, the data path, the loader's own
+    description of what it read (WISE: release, variant, sha256 per file) and the sha256 of the
+    canonical JSON of every loaded item's id, prompt and questions."""
+    canon = [{"id": it.id, "prompt": it.prompt,
+              "questions": [[q.id, q.text, q.answer] for q in it.questions]} for it in items]
+    blob = json.dumps(sorted(canon, key=lambda c: c["id"]), sort_keys=True, ensure_ascii=False).encode()
+    src = {k: v for k, v in (source or {}).items() if k not in ("loader", "root")}  # root: machine-specific
+    return {"loader": loader, "data": data, "variant": variant or src.pop("variant", None), **src,
+            "items": len(items), "sha256": hashlib.sha256(blob).hexdigest()}
+
+
+def _check_same_run(run_dir: Path, old: dict, meta: dict) -> None:
+    for key in ("benchmark", "condition", "generator", "backbone", "seed"):
+        if old.get(key) is not None and meta.get(key) is not None and old[key] != meta[key]:
+            raise RunMismatch(f"{run_dir} holds a run with {key}={old[key]!r}, not {meta[key]!r}",
+                              hint="use another --out")
+    was, now = (old.get("benchmark_identity") or {}), (meta.get("benchmark_identity") or {})
+    if was.get("sha256") and now.get("sha256") and was["sha256"] != now["sha256"]:
+        raise RunMismatch(
+            f"{run_dir} was run on other data ({was.get('loader')} {was.get('data')}, {was.get('items')} items, "
+            f"sha256 {was['sha256'][:12]}) than {now.get('data')} ({now.get('items')} items, sha256 "
+            f"{now['sha256'][:12]})", hint="use another --out, or the data the run was started with")
+
+
+def run_meta(config, run_dir: Path, extra: dict | None = None) -> dict:
+    """This invocation's run.json fields (nothing is written)."""
+    spec = config.agent.spec
+    backbone = (config.backbone.preset or config.backbone.model) if spec.uses_backbone else None
     meta = {
         "benchmark": config.eval.benchmark,
         "data": config.eval.data,
@@ -77,69 +124,163 @@ def write_meta(run_dir: Path, config, extra: dict | None = None) -> dict:
         "generator": config.generator.preset,
         "judge": config.judge.preset or config.judge.model,
         "seed": config.eval.seed,
-        "label": config.eval.label or run_dir.resolve().name,
+        "label": config.eval.label or Path(run_dir).resolve().name,
     }
     meta.update(extra or {})
+    return meta
+
+
+def check_meta(config, run_dir: Path, extra: dict | None = None) -> None:
+    """Refuse (RunMismatch) a run folder holding another benchmark/condition/model/data."""
+    _check_same_run(Path(run_dir), read_meta(run_dir), run_meta(config, run_dir, extra))
+
+
+def write_meta(run_dir: Path, config, extra: dict | None = None) -> dict:
+    """Record what this run is; refuse to mix a different benchmark/condition/data into it.
+    Fields already recorded keep their first value (``data`` too: a rerun from a moved copy of
+    the same data does not rewrite where the run came from)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    meta = run_meta(config, run_dir, extra)
     old = read_meta(run_dir)
-    for key in ("benchmark", "condition", "generator", "backbone", "seed"):
-        if old.get(key) is not None and meta.get(key) is not None and old[key] != meta[key]:
-            raise RunMismatch(f"{run_dir} holds a run with {key}={old[key]!r}, not {meta[key]!r}; use another --out")
+    _check_same_run(run_dir, old, meta)
     merged = {**old, **{k: v for k, v in meta.items() if v is not None}}
-    (run_dir / "run.json").write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for key in ("data", "benchmark_identity", "created_at"):
+        if old.get(key) is not None:
+            merged[key] = old[key]
+    write_meta_file(run_dir, merged)
     from orig_local.config import save_config
 
     save_config(config, run_dir / "config.yaml")
     return merged
 
 
+def _uses(config, phases: Sequence[str]) -> dict[str, bool]:
+    needs = {check_phase(p).needs for p in phases}
+    return {"backbone": "backbone" in needs and config.agent.spec.uses_backbone,
+            "generator": "generator" in needs, "judge": "judge" in needs,
+            "embedder": "backbone" in needs and config.agent.retrieves and config.agent.dedup}
+
+
 # --------------------------------------------------------------------------- orchestration
 
 
+def _agent_phase(ctx: dict) -> Any:
+    config = ctx["config"]
+    fn, aclose = (ctx["agent"], None) if ctx["agent"] is not None else _built(
+        "backbone", config.backbone.preset or config.backbone.model, lambda: build_agent_fn(config))
+    return run_agent_phase(ctx["items"], ctx["run_dir"], fn, concurrency=config.agent.concurrency,
+                           aclose=aclose, **ctx["common"])
+
+
+def _generate_phase(ctx: dict) -> Any:
+    config, gen = ctx["config"], ctx["generator"]
+    if gen is None:
+        if ctx["shard"] is None and shard_from_env() and config.generator.device == "auto":
+            import os
+
+            # one GPU per process under accelerate/torchrun; a copy, the caller's config is left alone
+            gen_cfg = config.generator.model_copy(update={"device": f"cuda:{os.environ.get('LOCAL_RANK', '0')}"})
+            config = config.model_copy(update={"generator": gen_cfg})
+        gen = _built("generator", config.generator.preset, lambda: build_generator(config))
+    try:
+        return run_generate_phase(ctx["items"], ctx["run_dir"], gen, seed=config.eval.seed, **ctx["common"])
+    finally:
+        if ctx["generator"] is None:
+            gen.unload()  # free the accelerator for the judge
+
+
+def _judge_phase(ctx: dict, phase: str) -> Any:
+    config, ev = ctx["config"], ctx["config"].eval
+    jd = ctx["judge"] if ctx["judge"] is not None else _built(
+        "judge", config.judge.preset or config.judge.model, lambda: build_judge(config))
+    jargs = dict(judge_name=ev.judge_name, concurrency=ev.judge_concurrency, close=ctx["judge"] is None)
+    if phase == "judge":
+        return run_judge_phase(ctx["items"], ctx["run_dir"], jd, **jargs, **ctx["common"])
+    return run_retrieval_phase(ctx["items"], ctx["run_dir"], jd, max_chars=ev.evidence_max_chars,
+                               max_images=ev.evidence_max_images, **jargs, **ctx["common"])
+
+
+RUNNERS: dict[str, Callable[[dict], Any]] = {
+    "agent": _agent_phase,
+    "generate": _generate_phase,
+    "judge": lambda ctx: _judge_phase(ctx, "judge"),
+    "retrieval": lambda ctx: _judge_phase(ctx, "retrieval"),
+}
+assert set(RUNNERS) == set(PHASE_NAMES), "every phase in orig_local.evaluation.phases.PHASES has a runner"
+
+
 def run_phases(config, run_dir: str | Path, items: Sequence[BenchmarkItem],
-               phases: Sequence[str] = ("agent", "generate", "judge"), *,
+               phases: Sequence[str] = PHASE_NAMES[:3], *,  # agent, generate, judge
                shard: tuple[int, int] | None = None, agent=None, generator=None, judge=None,
-               retry_errors: bool = False) -> list[dict]:
+               retry_errors: bool = False, retry_degraded: bool = False,
+               data_identity: dict | None = None, preflight: bool = True) -> list:
     """Run ``phases`` in order over ``items`` (filtered, not yet sharded). ``shard=(i, n)``
     makes every phase take items i, i+n, ... and write its own shard file; without it, the
     generate phase shards itself by RANK/WORLD_SIZE under ``accelerate launch``/``torchrun``.
     Components not given are built from ``config`` when their phase starts and released when
-    it ends."""
-    run_dir = Path(run_dir)
-    write_meta(run_dir, config)
-    ev = config.eval
-    progress = config.progress
-    summaries = []
-    for phase in phases:
-        if phase not in ALL_PHASES:
-            raise ValueError(f"unknown phase {phase!r}; phases: {', '.join(ALL_PHASES)}")
-        # Data-parallel generation under `accelerate launch`/torchrun: each process its share.
-        this_shard = shard or ((shard_from_env() or (0, 1)) if phase == "generate" else (0, 1))
-        common = dict(shard=this_shard, progress=progress, retry_errors=retry_errors)
-        items_here = list(items)[this_shard[0]::this_shard[1]]
-        if phase == "agent":
-            fn, aclose = (agent, None) if agent is not None else build_agent_fn(config)
-            summaries.append(run_agent_phase(items_here, run_dir, fn, concurrency=config.agent.concurrency,
-                                             aclose=aclose, **common))
-        elif phase == "generate":
-            gen = generator
-            if gen is None:
-                if shard is None and shard_from_env() and config.generator.device == "auto":
-                    import os
+    it ends.
 
-                    config.generator.device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
-                gen = build_generator(config)
-            try:
-                summaries.append(run_generate_phase(items_here, run_dir, gen, seed=ev.seed, **common))
-            finally:
-                if generator is None:
-                    gen.unload()  # free the accelerator for the judge
-        elif phase in ("judge", "retrieval"):
-            jd = judge if judge is not None else build_judge(config)
-            jargs = dict(judge_name=ev.judge_name, concurrency=ev.judge_concurrency, close=judge is None)
-            if phase == "judge":
-                summaries.append(run_judge_phase(items_here, run_dir, jd, **jargs, **common))
-            else:
-                summaries.append(run_retrieval_phase(items_here, run_dir, jd, max_chars=ev.evidence_max_chars,
-                                                     max_images=ev.evidence_max_images, **jargs, **common))
-        log.info("%s", summaries[-1])
+    Before anything is written: the phases' servers/generator are checked (``preflight``), the
+    run folder must match (``RunMismatch``) and must not be held by another process. A phase
+    stopped by the circuit breaker ends the run (later phases would only wait on it).
+    ``data_identity`` (:func:`benchmark_identity`) binds the folder to its data."""
+    from orig_local.evaluation import preflight as pf
+    from orig_local.provenance import now, provenance
+
+    run_dir = Path(run_dir)
+    for phase in phases:
+        check_phase(phase)
+    env_shard = shard_from_env()
+    lock_shard = shard or (env_shard if "generate" in phases else None)
+    extra = {"benchmark_identity": data_identity} if data_identity else {}
+    served: dict = {}
+    if preflight:
+        served = pf.preflight(config, phases, run_dir=run_dir, shard=lock_shard,
+                              have={"backbone": agent is not None, "generator": generator is not None,
+                                    "judge": judge is not None})
+    if run_dir.is_dir():
+        check_meta(config, run_dir, extra)
+    summaries: list = []
+    with hold_run(run_dir, lock_shard):
+        started = now()
+        prov = {**provenance(config, _uses(config, phases), served), "started_at": started, "ended_at": None,
+                "phases": list(phases)}
+        meta = write_meta(run_dir, config, {**extra, "provenance": prov})
+        outcome = "interrupted"
+        try:
+            for phase in phases:
+                # Data-parallel generation under `accelerate launch`/torchrun: each process its share.
+                this_shard = shard or ((env_shard or (0, 1)) if phase == "generate" else (0, 1))
+                common = dict(shard=this_shard, progress=config.progress, retry_errors=retry_errors,
+                              retry_degraded=retry_degraded,
+                              max_consecutive_failures=config.eval.max_consecutive_failures)
+                ctx = dict(config=config, run_dir=run_dir, items=list(items)[this_shard[0]::this_shard[1]],
+                           shard=shard, agent=agent, generator=generator, judge=judge, common=common)
+                summary = RUNNERS[phase](ctx)
+                summaries.append(summary)
+                log.info("%s", summary)
+                if summary.stopped:
+                    break
+            outcome = "done"
+        finally:
+            _record_end(run_dir, meta, prov, summaries, outcome)
     return summaries
+
+
+def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome: str) -> None:
+    """End timestamp and phase counts into run.json (kept to the last 50 invocations)."""
+    from orig_local.provenance import now
+
+    prov = {**prov, "ended_at": now(), "outcome": outcome}
+    entry = {k: prov.get(k) for k in ("started_at", "ended_at", "outcome", "phases", "config_sha256")}
+    entry["git_commit"] = prov["code"].get("git_commit")
+    entry["summaries"] = [{k: s[k] for k in ("phase", "ran", "ok", "degraded", "failed", "stopped")}
+                          for s in summaries]
+    current = read_meta(run_dir) or meta
+    current["provenance"] = prov
+    current["history"] = (current.get("history") or [])[-49:] + [entry]
+    try:
+        write_meta_file(run_dir, current)
+    except OSError as exc:  # a full disk must not hide the phase's own outcome
+        log.warning("could not update %s/run.json: %s", run_dir, exc)

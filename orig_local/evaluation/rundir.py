@@ -11,25 +11,36 @@
                                for other judges)
       retrieval.jsonl          one row per prompt: every gold fact's Align verdict (Eq. 12)
       <phase>.shard-I-of-N.jsonl   rows written by shard I (``orig merge`` folds them in)
+      <phase>.corrupt.jsonl    corrupt lines moved out of <phase>.jsonl (with line numbers)
+      .lock                    advisory lock: one writer per run folder (per shard when sharded)
       images/<id>.png  refs/<id>/<j>.png  evidence/<id>.json (+ images)  traces/<id>.json
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-from orig_local.evaluation.store import read_rows
+from orig_local.errors import DataError, PreflightError
+from orig_local.evaluation.phases import PHASE_NAMES
+from orig_local.evaluation.phases import PHASES as PHASE_SPECS
+from orig_local.evaluation.store import read_rows, scan_rows
 
-PHASES = ("agent", "generate", "judge", "retrieval")
+log = logging.getLogger(__name__)
+
+PHASES = PHASE_NAMES  # each phase writes <phase>.jsonl (judge phases: <phase>-<judge name>.jsonl)
 _SHARD = re.compile(r"^(?P<base>.+)\.shard-(?P<i>\d+)-of-(?P<n>\d+)\.jsonl$")
 
 
 def phase_file(run_dir: Path, phase: str, judge_name: str | None = None,
                shard: tuple[int, int] | None = None) -> Path:
     base = phase
-    if phase in ("judge", "retrieval") and judge_name:
+    if judge_name and PHASE_SPECS[phase].needs == "judge":
         base = f"{phase}-{judge_name}"
     if shard and shard[1] > 1:
         return Path(run_dir) / f"{base}.shard-{shard[0]}-of-{shard[1]}.jsonl"
@@ -51,10 +62,43 @@ def read_phase(run_dir: Path, phase: str, judge_name: str | None = None) -> dict
     return rows
 
 
+def phase_files(run_dir: Path) -> list[Path]:
+    """Every phase result file in ``run_dir`` (main and shard files, not the corrupt-line files)."""
+    return sorted(p for p in Path(run_dir).glob("*.jsonl")
+                  if not p.name.endswith(".corrupt.jsonl") and p.name.split(".")[0].split("-")[0] in PHASES)
+
+
+def check_run_dir(run_dir: str | Path) -> Path:
+    """A run folder that exists and holds results (run.json or a phase file), else a DataError.
+    For commands that read runs (``orig report``, ``orig merge``): they must not create one."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise DataError(f"no run folder at {path}", hint="pass the --out folder of an `orig eval` run")
+    if not (path / "run.json").is_file() and not phase_files(path):
+        raise DataError(f"{path} holds no run results (no run.json, no <phase>.jsonl)",
+                        hint="pass the --out folder of an `orig eval` run")
+    return path
+
+
+def corrupt_counts(run_dir: str | Path) -> dict[str, int]:
+    """Corrupt lines per phase file still in place (readers skip them; resuming moves them to
+    ``<phase>.corrupt.jsonl``), plus lines already moved (key ``<name>.corrupt.jsonl``)."""
+    counts: dict[str, int] = {}
+    for path in phase_files(run_dir):
+        n = len(scan_rows(path).corrupt)
+        if n:
+            counts[path.name] = n
+    for path in sorted(Path(run_dir).glob("*.corrupt.jsonl")):
+        counts[path.name] = sum(1 for ln in path.read_bytes().splitlines() if ln.strip())
+    return counts
+
+
 def judge_names(run_dir: Path) -> list[str | None]:
     """Judges with results in this run: None (judge.jsonl) and each judge-<name>."""
     names: list[str | None] = []
     for p in sorted(Path(run_dir).glob("judge*.jsonl")):
+        if p.name.endswith(".corrupt.jsonl"):
+            continue
         base = _SHARD.match(p.name).group("base") if _SHARD.match(p.name) else p.stem
         name = None if base == "judge" else base.removeprefix("judge-")
         if name not in names:
@@ -65,6 +109,87 @@ def judge_names(run_dir: Path) -> list[str | None]:
 def read_meta(run_dir: Path) -> dict:
     path = Path(run_dir) / "run.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def write_meta_file(run_dir: Path, meta: dict) -> None:
+    """run.json, atomically (shard processes may write it at the same time)."""
+    path = Path(run_dir) / "run.json"
+    tmp = path.with_name(f"run.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- one writer per folder
+
+
+class RunFolderBusy(PreflightError):
+    """Another process is writing this run folder (or this shard of it)."""
+
+
+def _lock_names(shard: tuple[int, int] | None) -> list[tuple[str, bool]]:
+    """(lock file, exclusive) pairs: a whole-folder writer holds ``.lock`` exclusively; shard i of
+    n holds it shared (shards run side by side) and ``.lock-shard-i-of-n`` exclusively."""
+    if shard and shard[1] > 1:
+        return [(".lock", False), (f".lock-shard-{shard[0]}-of-{shard[1]}", True)]
+    return [(".lock", True)]
+
+
+def _busy(run_dir: Path, name: str) -> RunFolderBusy:
+    holder = ""
+    try:
+        holder = (run_dir / name).read_text(encoding="utf-8").strip()
+    except OSError:
+        pass
+    who = f" (pid {holder})" if holder.isdigit() else ""
+    return RunFolderBusy(f"{run_dir} is in use by another orig process{who}",
+                         hint="wait for it to finish, or pass another --out")
+
+
+def check_not_held(run_dir: Path, shard: tuple[int, int] | None = None) -> None:
+    """Preflight: raise RunFolderBusy if another process holds the folder; writes nothing."""
+    import fcntl
+
+    for name, exclusive in _lock_names(shard):
+        path = Path(run_dir) / name
+        if not path.is_file():
+            continue
+        with path.open("rb") as fh:
+            try:
+                fcntl.flock(fh, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise _busy(Path(run_dir), name) from None
+            except OSError:  # no locks on this filesystem: hold_run says so
+                return
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def hold_run(run_dir: Path, shard: tuple[int, int] | None = None) -> Iterator[None]:
+    """Advisory lock (``fcntl.flock``) on the run folder for the duration of a run: a second
+    writer fails at once with :class:`RunFolderBusy`. Released when the process ends, however."""
+    import fcntl
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handles = []
+    try:
+        for name, exclusive in _lock_names(shard):
+            fd = os.open(run_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+            handles.append(fd)
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise _busy(run_dir, name) from None
+            except OSError as exc:  # a filesystem without locks (some network mounts): go on, say so
+                log.warning("%s: cannot lock (%s); make sure no other process writes this run folder", run_dir, exc)
+                continue
+            if exclusive:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        for fd in handles:
+            os.close(fd)  # closing drops the lock
 
 
 def run_label(run_dir: Path) -> str:

@@ -20,9 +20,10 @@ from orig_local.evaluation.phases.common import (
 )
 from orig_local.evaluation.phases.generate import run_generate_phase
 from orig_local.evaluation.phases.judge import run_judge_phase
+from orig_local.evaluation.phases.loop import PhaseSummary, row_status
 from orig_local.evaluation.phases.retrieval import run_retrieval_phase
 
 __all__ = [
-    "AgentFn", "AgentOutput", "parse_shard", "run_agent_phase", "run_generate_phase", "run_judge_phase",
-    "run_retrieval_phase", "save_image", "select_items", "shard_from_env",
+    "AgentFn", "AgentOutput", "PhaseSummary", "parse_shard", "row_status", "run_agent_phase", "run_generate_phase",
+    "run_judge_phase", "run_retrieval_phase", "save_image", "select_items", "shard_from_env",
 ]

@@ -16,6 +16,7 @@ import time
 from typing import Any, ClassVar, Sequence
 
 from orig_local.configbase import ConfigError
+from orig_local.errors import MissingDependency, UsageError
 from orig_local.generation.base import GenerationRequest, GenerationResult
 from orig_local.generation.config import GeneratorConfig
 from orig_local.generation.references import fit_references
@@ -108,7 +109,7 @@ class DiffusersGenerator:
         diffusers = require("diffusers", "gen")
         cls = getattr(diffusers, self.pipeline_class, None)
         if cls is None:
-            raise ImportError(f"diffusers {diffusers.__version__} has no {self.pipeline_class} "
+            raise MissingDependency(f"diffusers {diffusers.__version__} has no {self.pipeline_class} "
                               f"(needed by {self.name}); upgrade: pip install -U diffusers")
         dtype = pick_dtype(self.config.dtype, self.device, self.preset.dtype)
         path = self.preset.ensure_path()  # a missing tiny model is built here (seconds)
@@ -210,7 +211,7 @@ class DiffusersGenerator:
         """Refuse sizes the pipeline would silently round (the result must have the asked size)."""
         multiple = pipe.vae_scale_factor * 2
         if width % multiple or height % multiple:
-            raise ValueError(
+            raise UsageError(
                 f"{self.name}: width and height must be multiples of {multiple}; got {width}x{height} "
                 f"(nearest: {width // multiple * multiple}x{height // multiple * multiple})")
 

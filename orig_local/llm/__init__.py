@@ -9,6 +9,7 @@ from orig_local.llm.base import (
     BaseChatModel,
     ChatConnectionError,
     ChatError,
+    ChatHTTPError,
     ChatReply,
     Completion,
     ImageRef,
@@ -49,7 +50,7 @@ def make_chat_model(config: ChatConfig, cache_dir: str | Path | None = None, **k
 
 
 __all__ = [
-    "BACKENDS", "BaseChatModel", "ChatConfig", "ChatConnectionError", "ChatError", "ChatReply",
+    "BACKENDS", "BaseChatModel", "ChatConfig", "ChatConnectionError", "ChatError", "ChatHTTPError", "ChatReply",
     "Completion", "ImageRef", "Message", "StructuredOutputError", "Usage", "assistant",
     "make_chat_model", "system", "user",
 ]

@@ -161,6 +161,24 @@ class ChatConnectionError(ChatError):
     """The server could not be reached or kept failing (after bounded retries)."""
 
 
+class ChatHTTPError(ChatError):
+    """The server answered with an HTTP error that a retry does not fix (4xx: wrong model name,
+    bad request, auth). Like :class:`ChatConnectionError`, a transport/server failure."""
+
+
+# A reply that never came for a transport/server reason (not a reply that was invalid): what
+# makes a benchmark item *failed* rather than *degraded*. Stage records and verdicts keep the
+# error as "<ClassName>: message", so the names identify it there too.
+TRANSPORT_ERRORS: tuple[type[ChatError], ...] = (ChatConnectionError, ChatHTTPError)
+
+
+def is_transport_error(error: BaseException | str | None) -> bool:
+    """True for a transport/server failure, given the exception or its "<ClassName>: ..." text."""
+    if isinstance(error, BaseException):
+        return isinstance(error, TRANSPORT_ERRORS)
+    return bool(error) and str(error).startswith(tuple(f"{c.__name__}:" for c in TRANSPORT_ERRORS))
+
+
 class StructuredOutputError(ChatError):
     """Every attempt at a structured reply failed validation. Carries the raw texts."""
 

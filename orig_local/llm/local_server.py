@@ -25,10 +25,12 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from orig_local.errors import OrigError
+
 log = logging.getLogger(__name__)
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(OrigError, RuntimeError):
     """The server process exited or did not become healthy in time (message has its log tail)."""
 
 

@@ -42,6 +42,7 @@ from orig_local.llm.base import (
     BaseChatModel,
     ChatConnectionError,
     ChatError,
+    ChatHTTPError,
     Completion,
     Message,
     Usage,
@@ -204,7 +205,7 @@ class OpenAIChatModel(BaseChatModel):
                     except ValueError as exc:
                         raise ChatError(f"{self.base_url}{path}: reply is not JSON: {response.text[:300]!r}") from exc
                 if response.status_code not in RETRY_STATUS:
-                    raise ChatError(
+                    raise ChatHTTPError(
                         f"{self.base_url}{path} answered HTTP {response.status_code}: {response.text[:1000]}"
                     )
                 last = f"HTTP {response.status_code}: {response.text[:300]}"

@@ -12,6 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
+from orig_local.errors import OrigError
+
 from orig_local.llm.local_server import ServerProcess
 from orig_local.presets import Preset, load_preset
 
@@ -24,7 +26,7 @@ INSTALL_HINT = (
 )
 
 
-class VLLMNotFound(RuntimeError):
+class VLLMNotFound(OrigError, RuntimeError):
     """No ``vllm`` executable: the message says how to install one."""
 
 

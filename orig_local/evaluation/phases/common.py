@@ -6,13 +6,14 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.rundir import phase_file
-from orig_local.evaluation.store import JsonlStore
+from orig_local.evaluation.store import DISK_ERRNOS, DiskWriteError, JsonlStore
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,9 @@ class AgentOutput:
     notes: list[str] = field(default_factory=list)
     iterations: int | None = None  # retrieval iterations incl. bootstrap (paper Table 4 "Iters")
     error: str | None = None  # a failure the agent recovered from enough to report (row error)
+    status: str = "ok"  # ok | degraded | failed (orig_local.agent.agent.assess)
+    failure: str | None = None  # why failed/degraded (row error / warning)
+    transport: bool = False  # the backbone did not answer (counts toward the circuit breaker)
 
 
 AgentFn = Callable[[BenchmarkItem], "AgentOutput | Awaitable[AgentOutput]"]
@@ -89,18 +93,40 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
     return os.path.relpath(path, run_dir)
 
 
+@contextmanager
+def naming_disk_errors(path: Path):
+    """A full/read-only disk while writing ``path`` becomes a DiskWriteError naming it."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in DISK_ERRNOS:
+            raise DiskWriteError(f"cannot write {path}: {exc.strerror or exc}",
+                                 hint="rows already written are intact; free space, then rerun the same "
+                                 "command to resume") from exc
+        raise
+
+
 def save_image(image: Any, path: Path) -> Path:
     """Write a PIL image (or copy an image file) atomically: temp file, then rename."""
     from PIL import Image
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
-    if isinstance(image, (str, Path)):
-        with Image.open(image) as im:
-            im.convert("RGB").save(tmp)
-    else:
-        image.save(tmp)
-    os.replace(tmp, path)
+    with naming_disk_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.stem + ".tmp" + path.suffix)
+        if isinstance(image, (str, Path)):
+            with Image.open(image) as im:
+                im.convert("RGB").save(tmp)
+        else:
+            image.save(tmp)
+        os.replace(tmp, path)
+    return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    """An asset file (trace, evidence list), with disk errors naming it."""
+    with naming_disk_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -114,13 +140,20 @@ def progress_bar(total: int, desc: str, progress: bool):
     return tqdm(total=total, desc=desc, unit="item", disable=not progress, dynamic_ncols=True)
 
 
-def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=False) -> tuple[JsonlStore, set[str]]:
-    """This shard's store, and the ids finished anywhere (main file or this shard file)."""
-    store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), drop_errors=retry_errors)
-    done = set(store.done)
+def retry_statuses(retry_errors: bool = False, retry_degraded: bool = False) -> set[str]:
+    """Row statuses to run again: failed (``--retry-errors``), and degraded (``--retry-degraded``)."""
+    return ({"failed"} if retry_errors or retry_degraded else set()) | ({"degraded"} if retry_degraded else set())
+
+
+def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=False,
+                retry_degraded=False) -> tuple[JsonlStore, dict[str, dict]]:
+    """This shard's store, and the rows finished anywhere (main file or this shard file), by id."""
+    retry = retry_statuses(retry_errors, retry_degraded)
+    store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), retry=retry)
+    done = {r["id"]: r for r in store.rows()}
     if shard[1] > 1:
-        main = JsonlStore(phase_file(run_dir, phase, judge_name), drop_errors=retry_errors)
-        done |= main.done
+        main = JsonlStore(phase_file(run_dir, phase, judge_name), retry=retry)
+        done = {**{r["id"]: r for r in main.rows()}, **done}
     return store, done
 
 

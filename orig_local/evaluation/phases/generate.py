@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
-from orig_local.evaluation.phases.common import progress_bar, error_text, phase_store, relative_to_run, save_image
+from orig_local.evaluation.phases.common import phase_store, relative_to_run, save_image
+from orig_local.evaluation.phases.loop import PhaseSummary, pending, row_status, run_items
 from orig_local.evaluation.rundir import read_phase
 
 log = logging.getLogger(__name__)
 
 
 def run_generate_phase(items: Sequence[BenchmarkItem], run_dir: Path, generator, *, seed: int = 0,
-                       shard=(0, 1), progress=True, retry_errors=False) -> dict:
+                       shard=(0, 1), progress=True, retry_errors=False, retry_degraded=False,
+                       max_consecutive_failures: int = 0) -> PhaseSummary:
     """One image per item from its agent row -> images/<id>.png + generate.jsonl."""
     from PIL import Image
 
@@ -23,45 +24,30 @@ def run_generate_phase(items: Sequence[BenchmarkItem], run_dir: Path, generator,
 
     run_dir = Path(run_dir)
     agent_rows = read_phase(run_dir, "agent")
-    store, done = phase_store(run_dir, "generate", shard, retry_errors=retry_errors)
-    todo = [it for it in items if it.id not in done]
-    missing = [it.id for it in todo if it.id not in agent_rows]
-    if missing:
-        log.warning("generate: %d item(s) have no agent row yet (run --phase agent first): %s",
-                    len(missing), ", ".join(missing[:5]))
-    todo = [it for it in todo if it.id in agent_rows]
-    errors = 0
-    with progress_bar(len(todo), "generate", progress) as bar:
-        for item in todo:
-            t0 = time.perf_counter()
-            a = agent_rows[item.id]
-            row: dict[str, Any] = {"id": item.id, "category": item.category, "image": None, "seed": seed}
-            try:
-                if a.get("error"):
-                    raise RuntimeError(f"agent phase failed: {a['error']}")
-                refs = []
-                for ref_path in a.get("references") or []:
-                    with Image.open(run_dir / ref_path) as im:
-                        refs.append(im.convert("RGB"))
-                result = generator.generate(GenerationRequest(prompt=a["final_prompt"], references=refs, seed=seed))
-                path = save_image(result.image, run_dir / "images" / f"{item.id}.png")
-                row.update(image=relative_to_run(path, run_dir), references_used=result.references_used,
-                           notes=list(result.notes), params=_jsonable(result.params),
-                           generator=getattr(generator, "name", None), error=None)
-                row["timing"] = {"seconds": round(time.perf_counter() - t0, 3),
-                                 "generator_seconds": round(float(result.seconds), 3)}
-            except Exception as exc:  # recorded in the row; the run goes on
-                log.warning("generate failed on %s: %s", item.id, error_text(exc))
-                row["error"] = error_text(exc)
-                row["timing"] = {"seconds": round(time.perf_counter() - t0, 3)}
-                errors += 1
-            store.append(row)
-            bar.update()
-    return {"phase": "generate", "skipped": len(items) - len(todo), "ran": len(todo), "errors": errors,
-            "waiting": len(missing)}
+    store, done = phase_store(run_dir, "generate", shard, retry_errors=retry_errors, retry_degraded=retry_degraded)
+    todo, summary = pending("generate", items, done, agent_rows, "agent")
+
+    def work(item: BenchmarkItem) -> dict:
+        a = agent_rows[item.id]
+        if row_status(a) == "failed":
+            raise RuntimeError(f"agent phase failed: {a.get('error')}")
+        refs = []
+        for ref_path in a.get("references") or []:
+            with Image.open(run_dir / ref_path) as im:
+                refs.append(im.convert("RGB"))
+        result = generator.generate(GenerationRequest(prompt=a["final_prompt"], references=refs, seed=seed))
+        path = save_image(result.image, run_dir / "images" / f"{item.id}.png")
+        return {"image": relative_to_run(path, run_dir), "references_used": result.references_used,
+                "notes": list(result.notes), "params": _jsonable(result.params),
+                "generator": getattr(generator, "name", None), "status": "ok", "error": None,
+                "timing": {"generator_seconds": round(float(result.seconds), 3)}}
+
+    return run_items("generate", todo, store, summary, work,
+                     base=lambda it: {"id": it.id, "category": it.category, "image": None, "seed": seed},
+                     progress=progress, max_consecutive_failures=max_consecutive_failures)
 
 
-def _jsonable(value):
+def _jsonable(value: Any):
     import json
 
     try:

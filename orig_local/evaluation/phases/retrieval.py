@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
-from orig_local.evaluation.phases.common import progress_bar, error_text, phase_store
+from orig_local.evaluation.phases.common import phase_store
+from orig_local.evaluation.phases.loop import PhaseSummary, judged, pending, row_status, run_items, verdict_status
 from orig_local.evaluation.rundir import read_phase
 
 log = logging.getLogger(__name__)
@@ -17,7 +18,8 @@ log = logging.getLogger(__name__)
 
 def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, judge_name: str | None = None,
                         concurrency: int = 16, max_chars: int = 8000, max_images: int = 4,
-                        shard=(0, 1), progress=True, retry_errors=False, close: bool = False) -> dict:
+                        shard=(0, 1), progress=True, retry_errors=False, retry_degraded=False,
+                        max_consecutive_failures: int = 0, close: bool = False) -> PhaseSummary:
     """Retrieval accuracy (paper Eq. 12): each gold fact judged against the agent's evidence."""
     import json
 
@@ -25,40 +27,25 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *,
 
     run_dir = Path(run_dir)
     agent_rows = read_phase(run_dir, "agent")
-    store, done = phase_store(run_dir, "retrieval", shard, judge_name, retry_errors)
-    todo = [it for it in items if it.id not in done and it.id in agent_rows and it.facts]
+    store, done = phase_store(run_dir, "retrieval", shard, judge_name, retry_errors, retry_degraded)
+    todo, summary = pending("retrieval", items, done, agent_rows, "agent", eligible=lambda it: bool(it.facts))
 
-    async def one(item: BenchmarkItem, sem: asyncio.Semaphore) -> dict:
+    async def work(item: BenchmarkItem) -> dict:
         a = agent_rows[item.id]
-        row: dict[str, Any] = {"id": item.id, "category": item.category, "judge": judge.name}
-        async with sem:
-            try:
-                if a.get("error"):
-                    raise RuntimeError(f"agent phase failed: {a['error']}")
-                texts, images = [], []
-                if a.get("evidence"):
-                    ev = json.loads((run_dir / a["evidence"]).read_text(encoding="utf-8"))
-                    texts, images = ev.get("texts", []), [run_dir / p for p in ev.get("images", [])]
-                verdicts = await asyncio.gather(*(
-                    judge.judge_fact(f, texts, images, max_chars=max_chars, max_images=max_images)
-                    for f in item.facts))
-                acc = retrieval_accuracy(v.correct for v in verdicts)
-                row.update(facts=[{**v.to_row(), "text": f.text} for v, f in zip(verdicts, item.facts)],
-                           accuracy=None if acc != acc else acc,
-                           n_errors=sum(v.error is not None for v in verdicts), error=None)
-            except Exception as exc:  # recorded in the row; the run goes on
-                row.update(facts=[], accuracy=None, error=error_text(exc))
-        return row
+        if row_status(a) == "failed":
+            raise RuntimeError(f"agent phase failed: {a.get('error')}")
+        texts, images = [], []
+        if a.get("evidence"):
+            ev = json.loads((run_dir / a["evidence"]).read_text(encoding="utf-8"))
+            texts, images = ev.get("texts", []), [run_dir / p for p in ev.get("images", [])]
+        verdicts = await asyncio.gather(*(
+            judge.judge_fact(f, texts, images, max_chars=max_chars, max_images=max_images)
+            for f in item.facts))
+        acc = retrieval_accuracy(v.correct for v in verdicts)
+        return {"facts": [{**v.to_row(), "text": f.text} for v, f in zip(verdicts, item.facts, strict=True)],
+                "accuracy": None if acc != acc else acc,
+                "n_errors": sum(v.error is not None for v in verdicts), **verdict_status(verdicts, "fact")}
 
-    async def go():
-        sem = asyncio.Semaphore(concurrency)
-        tasks = [asyncio.create_task(one(it, sem)) for it in todo]
-        with progress_bar(len(todo), "retrieval", progress) as bar:
-            for task in tasks:
-                store.append(await task)
-                bar.update()
-        if close:
-            await judge.chat.aclose()
-
-    asyncio.run(go())
-    return {"phase": "retrieval", "ran": len(todo)}
+    return run_items("retrieval", todo, store, summary, work, concurrency=concurrency, progress=progress,
+                     max_consecutive_failures=max_consecutive_failures,
+                     **judged("retrieval", judge, judge_name, close, {"facts": [], "accuracy": None}))

@@ -1,0 +1,203 @@
+"""The one loop every phase runs: items concurrently, rows written in item order.
+
+A phase supplies ``work(item) -> row fields`` (sync or async) and what a row starts with; this
+loop adds what every phase shares: the concurrency limit, an exception turned into a *failed*
+row (the run goes on), timing, logging, the ok/degraded/failed tally (:class:`PhaseSummary`),
+and the circuit breaker that stops a phase after N consecutive transport failures (a server
+that is down) instead of writing a failed row for every remaining item.
+
+Row contract (every phase): ``status`` is ``ok | degraded | failed``; ``error`` says why an item
+failed (null otherwise); ``warning`` says why it is degraded. ``work`` may set ``_transport``
+(True: the failure was a server that did not answer), which counts toward the breaker and is
+not stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from typing import Any, Awaitable, Callable, Sequence
+
+from orig_local.errors import OrigError
+from orig_local.evaluation.items import BenchmarkItem
+from orig_local.evaluation.phases.common import error_text, maybe_await, progress_bar
+from orig_local.evaluation.store import DISK_ERRNOS, DiskWriteError, JsonlStore
+from orig_local.llm.base import is_transport_error
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "degraded", "failed")
+
+
+class PhaseSummary(dict):
+    """What one phase did: a dict (JSON as is, read as ``summary["ran"]`` like the summaries
+    before it) whose keys are also attributes. ``errors`` mirrors ``failed`` for older callers."""
+
+    def __init__(self, phase: str, **counts: Any):
+        super().__init__(
+            phase=phase,
+            ran=0,
+            skipped=0,  # already in the phase file
+            waiting=0,  # no input row from the previous phase yet
+            ok=0, degraded=0, failed=0,  # this invocation's rows by status
+            errors=0,  # = failed
+            seconds=0.0,
+            stopped=None,  # the circuit breaker's message, when it tripped
+            earlier={},  # statuses of the selected items finished by an earlier invocation (skipped now)
+            file=None,
+        )
+        for key, value in counts.items():
+            setattr(self, key, value)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key not in self:
+            raise AttributeError(f"PhaseSummary has no field {key!r}")
+        self[key] = value
+        if key == "failed":
+            self["errors"] = value
+
+    @property
+    def failed_total(self) -> int:
+        """Selected items whose row is failed, from this invocation or an earlier one."""
+        return self.failed + self.earlier.get("failed", 0)
+
+    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, dict]) -> "PhaseSummary":
+        for item in items:
+            if item.id in done:
+                status = row_status(done[item.id])
+                self.earlier[status] = self.earlier.get(status, 0) + 1
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+def row_status(row: dict) -> str:
+    """A row's status; rows written before statuses existed: failed iff they carry an error."""
+    status = row.get("status")
+    if status in STATUSES:
+        return status
+    return "failed" if row.get("error") else "ok"
+
+
+def verdict_status(verdicts: Sequence[Any], what: str = "question") -> dict[str, Any]:
+    """Row status fields for judged questions/facts (anything with an ``error``): failed when a
+    request got no reply (transport) or every one errored, degraded when some did."""
+    errs = [v.error for v in verdicts if v.error]
+    transport = [e for e in errs if is_transport_error(e)]
+    n = len(verdicts)
+    if transport:
+        return {"status": "failed", "_transport": True,
+                "error": f"judge request failed on {len(transport)} of {n} {what}s: {transport[0][:300]}"}
+    if errs and len(errs) == n:
+        return {"status": "failed", "error": f"all {n} {what}s errored; first: {errs[0][:300]}"}
+    if errs:
+        return {"status": "degraded", "error": None,
+                "warning": f"{len(errs)} of {n} {what}s errored; first: {errs[0][:300]}"}
+    return {"status": "ok", "error": None}
+
+
+def pending(phase: str, items: Sequence[BenchmarkItem], done: dict[str, dict], inputs: dict | None = None,
+            reads: str | None = None, eligible: Callable[[BenchmarkItem], bool] | None = None,
+            ) -> tuple[list[BenchmarkItem], PhaseSummary]:
+    """The items this phase still has to run (not ``done``; ``eligible``; with a row in ``inputs``,
+    the rows of phase ``reads``), and its summary counting the rest: skipped (done, with their
+    earlier statuses) and waiting (no input row yet)."""
+    candidates = [it for it in items if it.id not in done and (eligible is None or eligible(it))]
+    todo = [it for it in candidates if inputs is None or it.id in inputs]
+    waiting = [it.id for it in candidates if inputs is not None and it.id not in inputs]
+    if waiting:
+        log.warning("%s: %d item(s) have no %s row yet (run --phase %s first): %s",
+                    phase, len(waiting), reads, reads, ", ".join(waiting[:5]))
+    summary = PhaseSummary(phase, skipped=len(items) - len(todo) - len(waiting), waiting=len(waiting))
+    return todo, summary.count_earlier(items, done)
+
+
+def judged(phase: str, judge, judge_name: str | None, close: bool, on_failure: dict) -> dict[str, Any]:
+    """:func:`run_items` arguments shared by the phases that ask the judge (judge, retrieval)."""
+    return dict(base=lambda it: {"id": it.id, "category": it.category, "judge": judge.name},
+                on_failure=on_failure, desc=f"{phase}{'-' + judge_name if judge_name else ''}",
+                aclose=judge.aclose if close else None)
+
+
+def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, summary: PhaseSummary,
+              work: Callable[[BenchmarkItem], Any], *, base: Callable[[BenchmarkItem], dict],
+              on_failure: dict | None = None, concurrency: int = 1, progress: bool = True,
+              max_consecutive_failures: int = 0, desc: str | None = None,
+              aclose: Callable[[], Awaitable] | None = None) -> PhaseSummary:
+    """Run ``work`` on every item (at most ``concurrency`` at once), append each row to ``store``
+    in item order. ``base(item)``: the fields a row starts with; ``on_failure``: fields a row gets
+    when ``work`` raises. ``aclose`` is awaited at the end inside this loop (where async clients
+    live). ``max_consecutive_failures`` > 0 arms the circuit breaker."""
+    t_start = time.perf_counter()
+
+    async def one(item: BenchmarkItem, sem: asyncio.Semaphore) -> dict:
+        row = base(item)
+        async with sem:
+            t0 = time.perf_counter()
+            try:
+                # sync work (the generator) runs in a thread, so finished rows are written
+                # while the next item computes, not in bursts after it
+                fields = (await work(item) if inspect.iscoroutinefunction(work)
+                          else await maybe_await(await asyncio.to_thread(work, item)))
+                row.update(fields)
+                row.setdefault("status", "ok")
+                row.setdefault("error", None)
+            except Exception as exc:  # recorded in the row; the run goes on
+                if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+                    where = exc.filename or f"the results of {item.id}"
+                    raise DiskWriteError(f"{phase}: cannot write {where}: {exc.strerror or exc}",
+                                         hint="rows already written are intact; free space, then rerun the "
+                                         "same command to resume") from exc
+                if isinstance(exc, OrigError):
+                    raise
+                row.update(on_failure or {})
+                row.update(status="failed", error=error_text(exc), _transport=is_transport_error(exc))
+            timing = row.get("timing") or {}
+            row["timing"] = {"seconds": round(time.perf_counter() - t0, 3), **timing}
+        if row["status"] == "failed":
+            log.warning("%s failed on %s: %s", phase, item.id, str(row.get("error"))[:300])
+        return row
+
+    async def go() -> None:
+        sem = asyncio.Semaphore(concurrency)
+        tasks = [asyncio.create_task(one(it, sem)) for it in items]
+        consecutive = 0
+        try:
+            with progress_bar(len(items), desc or phase, progress) as bar:
+                for task in tasks:
+                    row = await task
+                    transport = bool(row.pop("_transport", False))
+                    store.append(row)
+                    summary.ran += 1
+                    status = row_status(row)
+                    setattr(summary, status, getattr(summary, status) + 1)
+                    bar.update()
+                    consecutive = consecutive + 1 if (status == "failed" and transport) else 0
+                    if max_consecutive_failures and consecutive >= max_consecutive_failures:
+                        summary.stopped = (
+                            f"{phase}: stopped after {consecutive} consecutive items whose server did not "
+                            f"answer (last: {str(row.get('error'))[:200]}); {summary.ran} row(s) written, "
+                            f"{len(items) - summary.ran} item(s) not run. Fix the server, then rerun the "
+                            "same command with --retry-errors to resume")
+                        log.error("%s", summary.stopped)
+                        break
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if aclose is not None:
+                await aclose()
+
+    asyncio.run(go())
+    summary.seconds = round(time.perf_counter() - t_start, 3)
+    summary.file = str(store.path)
+    return summary
