@@ -95,6 +95,19 @@ def test_missing_or_unparseable_data_is_an_error_and_writes_nothing(tmp_path, ca
     assert rc == 2 and "bad.jsonl" in err and "Traceback" not in err and not out.exists()
 
 
+@pytest.mark.parametrize("flag,value,named", [("--classes", "landmarks,dragons", "dragons"),
+                                               ("--ids", "mini_animal,mini_nope", "mini_nope")])
+def test_unknown_ids_or_classes_are_errors_listing_valid_values(tmp_path, capsys, flag, value, named):
+    """A selection that names something the benchmark lacks is never a silently smaller run."""
+    out = tmp_path / "run"
+    rc = main(_eval(out, "--condition", "direct", "--phase", "agent", flag, value))
+    err = capsys.readouterr().err
+    assert rc == 2 and named in err and "valid" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    rc = main(_eval(out, "--condition", "direct", "--phase", "agent", "--classes", "sport"))  # alias of sports
+    assert rc == 0 and [r["id"] for r in _rows(out / "agent.jsonl")] == ["mini_sports"]
+
+
 def test_a_generator_that_cannot_load_fails_its_items_and_keeps_earlier_rows(tmp_path, capsys):
     """The preset exists but cannot load here (no such GPU): every item of the phase is failed,
     with the reason; the exit status says so; the agent rows are untouched."""

@@ -39,7 +39,9 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
     if not path.is_file():
         raise BenchmarkFormatError(f"benchmark file not found: {path}")
     base = path.parent
-    wanted = set(classes) if classes else None
+    from orig_local.evaluation.selection import normalize  # sport = sports, as everywhere
+
+    wanted = {normalize(c) for c in classes} if classes else None
     items = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -69,7 +71,7 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
             item = BenchmarkItem(**row, issues=issues)
         except (ValidationError, TypeError) as exc:
             raise BenchmarkFormatError(f"{path}:{n}: {exc}") from exc
-        if wanted is None or item.category in wanted:
+        if wanted is None or normalize(item.category) in wanted:
             items.append(item)
     ids = [i.id for i in items]
     if len(ids) != len(set(ids)):
