@@ -49,7 +49,8 @@ def test_dry_run_prints_the_vllm_command(capsys):
     assert flags["--dtype"] == "bfloat16"
     limits = json.loads(flags["--limit-mm-per-prompt"])
     assert limits["image"] > 1  # vLLM's default for Qwen2.5-VL is one image per prompt
-    assert json.loads(flags["--mm-processor-kwargs"]) == {"max_pixels": 1003520}
+    # `size` is what transformers >= 5.19 asks for (min_pixels/max_pixels raise a FutureWarning)
+    assert json.loads(flags["--mm-processor-kwargs"]) == {"size": {"shortest_edge": 3136, "longest_edge": 1003520}}
     assert flags["--enable-prefix-caching"] is True
     assert 0 < float(flags["--gpu-memory-utilization"]) <= 1
 
