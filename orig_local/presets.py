@@ -186,7 +186,11 @@ def generator_preset(config: "GeneratorConfig") -> Preset:
     """The preset that drives a generator section: ``generator.preset``, or for
     ``generator.model=<hub id or folder>`` one built on the fly, with the pipeline (``backend``)
     and defaults of ``generator.backend`` or of the model's family (:data:`GENERATOR_FAMILIES`).
-    ``generator.revision`` and ``generator.backend`` override the preset's."""
+    ``generator.revision`` and ``generator.backend`` override the preset's. A ``preset`` that is
+    a hub id or a path (it has a "/", which no preset name has) counts as ``model``: so
+    ``--generator Qwen/Qwen-Image`` works wherever a preset name does."""
+    if config.preset and "/" in config.preset and not config.model:
+        config = config.model_copy(update={"preset": None, "model": config.preset})
     if not config.model:
         if not config.preset:
             raise ConfigError("no generator: set generator.preset=<preset> (see `orig models --role generator`) "
