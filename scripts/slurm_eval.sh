@@ -16,6 +16,8 @@
 # Settings (environment):
 #   DATA, OUT                 benchmark data and the final run folder (required)
 #   SHARDS=8                  array size = number of shards
+#   GPUS_PER_TASK=1           generate: this many processes per task, one GPU each, splitting the
+#                             task's shard exactly (sub-shard i+SHARDS*r of SHARDS*GPUS_PER_TASK)
 #   BENCHMARK=figeval  CONDITION=orig  GENERATOR=qwen-image-edit-2509
 #   BACKBONE_PRESET=qwen2.5-vl-72b  JUDGE_PRESET=qwen2.5-vl-72b
 #   BACKBONE_URL / JUDGE_URL  shared endpoints (.../v1), or "none"; default: serve on the node
@@ -34,6 +36,7 @@ set -euo pipefail
 
 MODE="${1:-shard}"
 SHARDS="${SHARDS:-8}"
+GPUS_PER_TASK="${GPUS_PER_TASK:-1}"
 BENCHMARK="${BENCHMARK:-figeval}"
 CONDITION="${CONDITION:-orig}"
 GENERATOR="${GENERATOR:-qwen-image-edit-2509}"
@@ -78,12 +81,38 @@ stop_server() {
 }
 trap stop_server EXIT
 
-# `orig eval` for one phase of this shard; $1 = phase, the rest = extra arguments.
+# `orig eval` for one phase; $1 = phase, $2 = shard "i/n", the rest = extra arguments.
+eval_shard() {
+  local phase="$1" shard="$2"; shift 2
+  "${ORIG_CMD[@]}" eval --benchmark "$BENCHMARK" --data "$DATA" --condition "$CONDITION" \
+    --generator "$GENERATOR" --out "$RUN" --shard "$shard" --phase "$phase" --label "$LABEL" \
+    "$@" ${EXTRA_ARGS:+"${EXTRA[@]}"}
+}
+
 eval_phase() {
   local phase="$1"; shift
-  "${ORIG_CMD[@]}" eval --benchmark "$BENCHMARK" --data "$DATA" --condition "$CONDITION" \
-    --generator "$GENERATOR" --out "$RUN" --shard "$SHARD/$SHARDS" --phase "$phase" --label "$LABEL" \
-    "$@" ${EXTRA_ARGS:+"${EXTRA[@]}"}
+  eval_shard "$phase" "$SHARD/$SHARDS" "$@"
+}
+
+# Generation on GPUS_PER_TASK GPUs: sub-shards i+SHARDS*r of SHARDS*GPUS_PER_TASK cover this
+# task's items (i, i+SHARDS, ...) exactly once. Each process works in its own copy of the run
+# folder (one writer per folder), merged back afterwards. (`accelerate launch` would not help
+# here: with --shard given, orig eval does not shard again by RANK.)
+generate() {
+  if (( GPUS_PER_TASK <= 1 )); then eval_phase generate; return; fi
+  local devices pids=() subs=() r sub status=0
+  IFS=',' read -r -a devices <<< "${CUDA_VISIBLE_DEVICES:-}"
+  for ((r = 0; r < GPUS_PER_TASK; r++)); do
+    sub="$RUN.gpu$r"
+    subs+=("$sub")
+    "${ORIG_CMD[@]}" merge "$RUN" --out "$sub" >/dev/null  # the agent rows and evidence it needs
+    ( RUN="$sub" CUDA_VISIBLE_DEVICES="${devices[r]:-$r}" \
+        eval_shard generate "$((SHARD + SHARDS * r))/$((SHARDS * GPUS_PER_TASK))" ) &
+    pids+=("$!")
+  done
+  for r in "${pids[@]}"; do wait "$r" || status=$?; done
+  "${ORIG_CMD[@]}" merge "$RUN" "${subs[@]}" --out "$RUN" >/dev/null && rm -rf "${subs[@]}"
+  return "$status"
 }
 
 # Run one chat phase against an endpoint: a shared URL, none, or a server started here.
@@ -122,8 +151,7 @@ case "$MODE" in
           if [[ "$CONDITION" == "direct" ]]; then eval_phase agent  # the raw prompt: no backbone
           else with_server agent backbone "$BACKBONE_PRESET" "${BACKBONE_URL:-}"; fi ;;
         generate)
-          # in-process; several GPUs on the node: accelerate launch ... (docs/scale.md)
-          eval_phase generate ;;
+          generate ;;  # in-process, one GPU per process
         judge|retrieval)
           if [[ "$phase" == "retrieval" && "$CONDITION" != orig* ]]; then continue; fi
           with_server "$phase" judge "$JUDGE_PRESET" "${JUDGE_URL:-}" ;;

@@ -37,17 +37,23 @@ def _script(env, *args, cwd) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("phases", [
     "agent",  # no model at all for `direct`: the script's shard/merge logic in seconds
-    pytest.param("agent generate", marks=pytest.mark.slow),  # + tiny generator, images merged (~35 s)
+    # + the tiny generator, two processes per task splitting its shard; images merged (~40 s)
+    pytest.param("agent generate", marks=pytest.mark.slow),
 ])
 def test_shards_then_merge_give_one_complete_run(tmp_path, phases):
     for task in ("0", "1"):
-        proc = _script(_env(tmp_path, SLURM_ARRAY_TASK_ID=task, PHASES=phases), "shard", cwd=tmp_path)
+        proc = _script(_env(tmp_path, SLURM_ARRAY_TASK_ID=task, PHASES=phases, GPUS_PER_TASK="2"), "shard",
+                       cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
     shard_dirs = sorted((tmp_path / "run.shards").glob("shard-*"))
     assert [d.name for d in shard_dirs] == ["shard-0", "shard-1"]
     ids = [json.loads(line)["id"] for line in MINI.read_text().splitlines() if line.strip()]
     per_shard = [set(read_phase(d, "agent")) for d in shard_dirs]
     assert per_shard[0].isdisjoint(per_shard[1]) and per_shard[0] | per_shard[1] == set(ids)
+    if "generate" in phases:  # each task's two generate processes covered exactly its items
+        for d, agent_ids in zip(shard_dirs, per_shard):
+            assert set(read_phase(d, "generate")) == agent_ids
+        assert not list((tmp_path / "run.shards").glob("*.gpu*"))  # per-GPU copies merged and removed
 
     # the merge job refuses to run on a missing shard, then merges all of them
     env = _env(tmp_path, SHARDS="3")
