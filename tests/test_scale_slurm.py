@@ -51,7 +51,7 @@ def test_shards_then_merge_give_one_complete_run(tmp_path, phases):
     per_shard = [set(read_phase(d, "agent")) for d in shard_dirs]
     assert per_shard[0].isdisjoint(per_shard[1]) and per_shard[0] | per_shard[1] == set(ids)
     if "generate" in phases:  # each task's two generate processes covered exactly its items
-        for d, agent_ids in zip(shard_dirs, per_shard):
+        for d, agent_ids in zip(shard_dirs, per_shard, strict=True):
             assert set(read_phase(d, "generate")) == agent_ids
         assert not list((tmp_path / "run.shards").glob("*.gpu*"))  # per-GPU copies merged and removed
 
@@ -75,9 +75,9 @@ def test_submit_chains_the_array_and_the_merge(tmp_path):
     bin_dir.mkdir()
     calls = tmp_path / "sbatch.jsonl"
     sbatch = bin_dir / "sbatch"
-    sbatch.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                      f"n = sum(1 for _ in open({str(calls)!r})) if __import__('os').path.exists({str(calls)!r}) else 0\n"
-                      f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    sbatch.write_text(f"#!{sys.executable}\nimport json, os, sys\ncalls = {str(calls)!r}\n"
+                      "n = sum(1 for _ in open(calls)) if os.path.exists(calls) else 0\n"
+                      "open(calls, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
                       "print(1000 + n)\n")
     sbatch.chmod(0o755)
     env = _env(tmp_path, SHARDS="4", PATH=f"{bin_dir}:{os.environ['PATH']}", SBATCH_ARGS="--partition=gpu")

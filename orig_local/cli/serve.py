@@ -21,7 +21,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", help="chat preset (`orig models --role backbone`), e.g. qwen2.5-vl-7b")
     parser.add_argument("--model", default=None,
                         help="hub id (or folder) to serve instead of the preset's; alone: default serve flags")
-    parser.add_argument("--revision", default=None, help="hub revision (branch, tag, commit sha); default: the preset's")
+    parser.add_argument("--revision", default=None,
+                        help="hub revision (branch, tag, commit sha); default: the preset's")
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="listen port (default 8000)")
     parser.add_argument("--vllm-bin", default=None,
@@ -102,6 +103,8 @@ def run(args) -> int:
     except VLLMNotFound as exc:
         print(f"orig serve: {exc}", file=sys.stderr)
         return 1
+    if preset.is_tiny:
+        preset.ensure_path()  # a tiny model is built on first use (seconds)
     command = vllm_command(preset, vllm_bin=vllm_bin, host=args.host, port=args.port, extra_args=extra)
     model = _last_value(command, "--served-model-name") or preset.path
     server = ServerProcess(command, host=args.host, port=args.port, model=model,

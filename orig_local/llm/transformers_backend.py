@@ -187,7 +187,7 @@ def _first_token_top(logits, k: int, tokenizer) -> dict[str, float]:
     logp = torch.log_softmax(logits.float(), dim=-1)
     values, ids = torch.topk(logp, k)
     top: dict[str, float] = {}
-    for v, i in zip(values.tolist(), ids.tolist()):
+    for v, i in zip(values.tolist(), ids.tolist(), strict=True):
         top.setdefault(tokenizer.decode([i]), v)  # two ids can decode alike: keep the likelier
     return top
 
