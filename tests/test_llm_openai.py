@@ -282,20 +282,28 @@ async def test_transformers_serve_rejects_vllm_structured_outputs_field(tiny_qwe
 # --------------------------------------------------------------------------- cut replies, limits, keys
 
 
-async def test_structured_reply_cut_at_max_tokens_is_reported_as_cut_not_retried(http):
+async def test_structured_reply_cut_at_max_tokens_is_reported_as_cut(http):
     from orig_local.llm import ReplyTruncatedError, StructuredOutputError
 
     # what vLLM's default structured-output backend produced: JSON drowned in whitespace
     runaway = '{"answer": true, ' + " " * 200
     server = http([(200, chat_body(runaway, completion_tokens=64, finish_reason="length"))])
-    model = make_chat_model(config(server.base_url, schema_retries=2))
+    model = make_chat_model(config(server.base_url, schema_retries=1))
     with pytest.raises(ReplyTruncatedError) as info:
         await model.chat([user("q")], schema=Verdict, max_tokens=64)
     assert isinstance(info.value, StructuredOutputError)  # callers that record invalid replies still do
-    assert "max_tokens=64" in str(info.value) and "finish_reason=length" in str(info.value)
-    assert "EOF while parsing" not in str(info.value)
-    assert info.value.raw_texts == [runaway] and info.value.usage.completion_tokens == 64
-    assert len(server.bodies) == 1  # the same request would be cut again: no retry
+    assert str(info.value).startswith("Verdict reply cut at max_tokens=64 (finish_reason=length)")
+    assert "EOF while parsing" not in str(info.value).split("; reply ends")[0]
+    assert info.value.raw_texts == [runaway, runaway] and info.value.usage.completion_tokens == 128
+    # the retry told the model its reply was cut
+    assert "cut at max_tokens=64" in server.bodies[1]["messages"][-1]["content"]
+
+
+async def test_cut_then_complete_structured_reply_is_accepted(http):
+    server = http([(200, chat_body('{"answer": true, "rea', finish_reason="length")),
+                   (200, chat_body('{"answer": true, "reason": "ok"}'))])
+    reply = await make_chat_model(config(server.base_url)).chat([user("q")], schema=Verdict, max_tokens=8)
+    assert reply.parsed.answer is True and reply.attempts == 2 and not reply.truncated
 
 
 async def test_plain_reply_cut_at_max_tokens_is_marked(http):

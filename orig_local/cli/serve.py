@@ -14,7 +14,7 @@ import sys
 HELP = "serve a chat model preset with vLLM (OpenAI-compatible API)"
 
 # Flags orig serve itself must know (readiness check, the printed base URL): not passed through.
-OWN_FLAGS = {"--host": "--host", "--port": "--port", "--revision": "--revision", "--api-key": "--api-key"}
+OWN_FLAGS = ("--host", "--port", "--revision", "--api-key")
 
 
 def add_arguments(parser) -> None:

@@ -184,9 +184,9 @@ class StructuredOutputError(ChatError):
 
 
 class ReplyTruncatedError(StructuredOutputError):
-    """A structured reply cut at ``max_tokens`` (``finish_reason: length``) before its JSON was
-    complete. Not retried: the same request would be cut again (with guided decoding, often
-    by runaway whitespace, which serving with xgrammar's ``disable_any_whitespace`` prevents)."""
+    """The last attempt at a structured reply was cut at ``max_tokens`` (``finish_reason:
+    length``) before its JSON was complete. With guided decoding this is often runaway
+    whitespace, which serving with xgrammar's ``disable_any_whitespace`` prevents."""
 
     def __init__(self, schema: str, raw_texts: list[str], errors: list[str], usage: Usage, max_tokens: int):
         super().__init__(schema, raw_texts, errors, usage)
@@ -358,15 +358,17 @@ class BaseChatModel:
                     break
                 except (ValidationError, ValueError) as exc:
                     error = _short_error(exc)
+                    if completion.finish_reason == "length":  # say so, to the model and in the error
+                        error = f"the reply was cut at max_tokens={max_tokens} before it was complete ({error})"
                     log.debug("invalid %s reply (attempt %d): %s", schema.__name__, attempt, error)
                     invalid.append(completion.text)
                     errors.append(error)
-                    if completion.finish_reason == "length":
-                        raise ReplyTruncatedError(schema.__name__, invalid, errors, usage, max_tokens) from None
                     # A temperature-0 retry of the same request returns the same text, so the
                     # retry shows the model its reply and the validation error instead.
                     convo = list(messages) + [assistant(completion.text), user(RETRY_NOTE.format(error=error))]
             else:
+                if completion.finish_reason == "length":
+                    raise ReplyTruncatedError(schema.__name__, invalid, errors, usage, max_tokens)
                 raise StructuredOutputError(schema.__name__, invalid, errors, usage)
 
         reply = ChatReply(
