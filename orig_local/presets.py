@@ -193,8 +193,8 @@ def generator_preset(config: "GeneratorConfig") -> Preset:
         config = config.model_copy(update={"preset": None, "model": config.preset})
     if not config.model:
         if not config.preset:
-            raise ConfigError("no generator: set generator.preset=<preset> (see `orig models --role generator`) "
-                              "or generator.model=<hub id>")
+            raise ConfigError("generator.preset is not set: set generator.preset=<preset> (see `orig models "
+                              "--role generator`) or generator.model=<hub id>")
         preset = load_preset(config.preset)
         update: dict[str, Any] = {}
         if config.revision is not None:
