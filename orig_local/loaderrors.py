@@ -40,7 +40,8 @@ def _chain(exc: BaseException | None) -> Iterator[BaseException]:
         exc = exc.__cause__ or exc.__context__
 
 
-def model_not_cached(exc: BaseException, ref: str | None = None) -> ModelNotCached | None:
+def model_not_cached(exc: BaseException, ref: str | None = None,
+                     revision: str | None = None) -> ModelNotCached | None:
     """A :class:`ModelNotCached` when ``exc`` (or what caused it) says the weights are missing
     from the cache; None otherwise."""
     if isinstance(exc, ModelNotCached):
@@ -49,25 +50,24 @@ def model_not_cached(exc: BaseException, ref: str | None = None) -> ModelNotCach
         names = {c.__name__ for c in type(e).__mro__}
         text = str(e).lower()
         if names & _CLASSES or (isinstance(e, (OSError, RuntimeError)) and any(f in text for f in _FRAGMENTS)):
-            return not_cached(ref)
+            return not_cached(ref, revision)
     return None
 
 
-def not_cached(ref: str | None) -> ModelNotCached:
+def not_cached(ref: str | None, revision: str | None = None) -> ModelNotCached:
     what = f"model {ref}" if ref else "model weights"
-    download = f"`huggingface-cli download {ref}`" if ref else "`huggingface-cli download <hub id>`"
+    rev = f" --revision {revision}" if revision else ""
+    download = f"`huggingface-cli download {ref}{rev}`" if ref else "`huggingface-cli download <hub id>`"
     offline = " or unset HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") else ""
     return ModelNotCached(f"{what} is not cached", hint=f"download with {download}{offline}; "
                           "see `orig models` for the presets")
 
 
 @contextmanager
-def loading(ref: str | None) -> Iterator[None]:
-    """Wrap a ``from_pretrained``/open_clip call loading ``ref`` (a hub id or folder)."""
-    try:
+def loading(ref: str | None, revision: str | None = None) -> Iterator[None]:
+    """Wrap a ``from_pretrained``/open_clip call loading ``ref`` (a hub id or folder): the hub's
+    gated / unknown / not-cached failures become one line (:func:`orig_local.presets.hub_access`)."""
+    from orig_local.presets import hub_access
+
+    with hub_access(ref or "model", revision):
         yield
-    except Exception as exc:
-        err = model_not_cached(exc, ref)
-        if err is None:
-            raise
-        raise err from exc

@@ -1,4 +1,5 @@
-"""Where orig_local keeps things on disk (never inside the package)."""
+"""Where orig_local keeps things on disk. Caches and built models live outside the package;
+only read-only data ships inside it (model presets, prompts, the demo corpus)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ def tiny_models_dir() -> Path:
     return Path(os.environ.get("ORIG_TINY_DIR") or orig_home() / "tiny-models")
 
 
+# Shipped inside the package (package data), so a wheel install has every preset.
+PRESETS_DIR = Path(__file__).resolve().parent / "model_presets"
+
+
 def models_dir() -> Path:
-    """Model presets (YAML): ``$ORIG_MODELS_DIR`` or the repository's ``models/`` folder."""
-    return Path(os.environ.get("ORIG_MODELS_DIR") or REPO_ROOT / "models")
+    """Model presets (YAML): ``$ORIG_MODELS_DIR`` or the packaged ``orig_local/model_presets/``."""
+    return Path(os.environ.get("ORIG_MODELS_DIR") or PRESETS_DIR)

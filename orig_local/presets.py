@@ -1,21 +1,39 @@
-"""Model presets: one YAML file per supported model in ``models/``.
+"""Model presets: one YAML file per supported model in ``orig_local/model_presets/``
+(shipped inside the package; ``$ORIG_MODELS_DIR`` points at a folder of your own instead).
 
 A preset names the Hugging Face id (or ``tiny:<name>`` for a tiny model built locally by
-``scripts/make_tiny_models.py``), the role, dtype, rough memory, and role-specific settings:
-``serve`` (vLLM flags) for chat models, ``pipeline`` / ``defaults`` for generators,
+``scripts/make_tiny_models.py``), the hub ``revision`` to load (None = the default branch),
+whether the hub repo is ``gated``, the role, dtype, rough memory, and role-specific settings:
+``serve`` (vLLM flags) for chat models, ``generator`` / ``defaults`` for generators,
 ``open_clip`` for embedders.
+
+A model without a preset is used by hub id (``-s generator.model=<hub id>``): see
+:func:`generator_preset` and :func:`hub_access`, which turns the hub's "gated / not found / not
+cached" failures into one-line :class:`ModelAccessError` messages.
 """
 
 from __future__ import annotations
 
+import re
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Iterator, Literal
 
 from pydantic import Field
 
 from orig_local.configbase import ConfigError, StrictModel, read_yaml
+from orig_local.errors import OrigError
 from orig_local.paths import models_dir, tiny_models_dir
+
+if TYPE_CHECKING:
+    from orig_local.generation.config import GeneratorConfig
+    from orig_local.llm.config import ChatConfig
+
+# vLLM's default structured-output backend lets a model emit unlimited whitespace inside guided
+# JSON until max_tokens (seen with vLLM 0.32); xgrammar without free whitespace cannot. It only
+# works as a serve-time setting: per request it had no effect.
+DEFAULT_STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
 
 
 class ServeSpec(StrictModel):
@@ -23,13 +41,19 @@ class ServeSpec(StrictModel):
 
     tensor_parallel_size: int = 1
     max_model_len: int = 32768
-    # Qwen2.5-VL on vLLM allows one image per prompt unless raised.
+    # Images (and videos) one request may carry; vLLM answers HTTP 400 beyond it. It also sizes
+    # the memory vLLM reserves at start-up, so a modality we never send is set to 0. Clients
+    # read the image limit from here (ChatConfig.max_images) and send no more.
     limit_mm_per_prompt: dict[str, int] = Field(default_factory=lambda: {"image": 8, "video": 0})
     # Cap image pixels at the processor so a large reference image cannot OOM the server.
-    mm_processor_kwargs: dict[str, Any] = Field(default_factory=lambda: {"max_pixels": 1003520})
+    # `size` is what transformers >= 5.19 asks for (min_pixels/max_pixels warn, removal announced).
+    mm_processor_kwargs: dict[str, Any] = Field(
+        default_factory=lambda: {"size": {"shortest_edge": 3136, "longest_edge": 1003520}})
     enable_prefix_caching: bool = True  # instructions first, evidence last -> shared prefixes
     gpu_memory_utilization: float = 0.90
-    dtype: str = "bfloat16"
+    dtype: str | None = None  # None -> the preset's dtype (vLLM would otherwise pick bf16 itself)
+    # `--structured-outputs-config`: None leaves vLLM's default (runaway whitespace possible)
+    structured_outputs: dict[str, Any] | None = Field(default_factory=lambda: dict(DEFAULT_STRUCTURED_OUTPUTS))
     # vLLM serves under the hub id unless this is set; clients must then use this name as `model`.
     served_model_name: str | None = None
     extra_args: list[str] = Field(default_factory=list)  # any other `vllm serve` flags, verbatim
@@ -43,6 +67,10 @@ class OpenClipSpec(StrictModel):
 class Preset(StrictModel):
     name: str
     hf_id: str  # hub id, or tiny:<name> for a locally built tiny model
+    # Hub revision (branch, tag or commit sha) for from_pretrained / `vllm serve --revision`.
+    # None = the default branch, which can change under you: pin a commit sha to reproduce a run.
+    revision: str | None = None
+    gated: bool = False  # the hub repo asks to accept a licence: needs HF_TOKEN / huggingface-cli login
     role: list[Literal["backbone", "judge", "generator", "embedder"]]
     dtype: str = "bfloat16"
     memory_gb: float | None = None  # approximate accelerator memory to load it
@@ -101,7 +129,7 @@ def _load(path: str) -> Preset:
 
 
 def load_preset(name: str, directory: Path | None = None) -> Preset:
-    """Load ``models/<name>.yaml``; the error lists the known presets."""
+    """Load ``<models_dir>/<name>.yaml``; the error lists the known presets."""
     directory = directory or models_dir()
     path = directory / f"{name}.yaml"
     if not path.is_file():
@@ -109,15 +137,139 @@ def load_preset(name: str, directory: Path | None = None) -> Preset:
     return _load(str(path))
 
 
-def resolve_chat_preset(config):
-    """Fill ``model`` of a :class:`~orig_local.llm.config.ChatConfig` from its preset.
+def resolve_chat_preset(config: "ChatConfig") -> "ChatConfig":
+    """Fill what a :class:`~orig_local.llm.config.ChatConfig` leaves to its preset: ``model``,
+    ``revision`` and, for the ``openai`` backend, ``max_images`` (the image limit the preset
+    serves with, so a client never sends more than the server accepts).
 
     For the ``openai`` backend the model name is what the server was started with (vLLM
-    serves under the hub id; ``transformers serve`` under the path it loaded)."""
+    serves under the hub id; ``transformers serve`` under the path it loaded). A section that
+    names a ``model`` of its own (a hub id without a preset) is left as it is."""
     if not config.preset or config.model:
         return config
     preset = load_preset(config.preset)
-    model = preset.path
+    update: dict[str, Any] = {"model": preset.path}
     if config.backend == "openai" and preset.serve and preset.serve.served_model_name:
-        model = preset.serve.served_model_name
-    return config.model_copy(update={"model": model})
+        update["model"] = preset.serve.served_model_name
+    if config.revision is None and preset.revision:
+        update["revision"] = preset.revision
+    if config.backend == "openai" and config.max_images is None and preset.serve:
+        update["max_images"] = preset.serve.limit_mm_per_prompt.get("image")
+    return config.model_copy(update=update)
+
+
+# --------------------------------------------------------------------------- models by hub id
+
+# Hub repo name (lower case, after the "org/") -> the preset whose pipeline and defaults a model
+# without a preset borrows. First match wins, so the more specific patterns come first.
+GENERATOR_FAMILIES: tuple[tuple[str, str], ...] = (
+    (r"qwen-image-edit-25\d\d", "qwen-image-edit-2509"),  # multi-image edit (QwenImageEditPlusPipeline)
+    (r"qwen-image-edit", "qwen-image-edit"),
+    (r"qwen-image", "qwen-image"),
+    (r"flux\.1-kontext", "flux.1-kontext-dev"),
+    (r"flux\.1-schnell", "flux.1-schnell"),
+    (r"flux\.1", "flux.1-dev"),  # dev, Krea-dev and fine-tunes: FluxPipeline with guidance 3.5
+    (r"stable-diffusion-3", "sd-3.5-large"),
+)
+
+
+def family_preset(model: str) -> Preset | None:
+    """The preset a generator given by hub id (or folder) borrows its pipeline from, if known."""
+    repo = model.rstrip("/").rsplit("/", 1)[-1].lower()
+    for pattern, name in GENERATOR_FAMILIES:
+        if re.search(pattern, repo):
+            return load_preset(name)
+    return None
+
+
+def generator_preset(config: "GeneratorConfig") -> Preset:
+    """The preset that drives a generator section: ``generator.preset``, or for
+    ``generator.model=<hub id or folder>`` one built on the fly, with the pipeline (``backend``)
+    and defaults of ``generator.backend`` or of the model's family (:data:`GENERATOR_FAMILIES`).
+    ``generator.revision`` and ``generator.backend`` override the preset's. A ``preset`` that is
+    a hub id or a path (it has a "/", which no preset name has) counts as ``model``: so
+    ``--generator Qwen/Qwen-Image`` works wherever a preset name does."""
+    if config.preset and "/" in config.preset and not config.model:
+        config = config.model_copy(update={"preset": None, "model": config.preset})
+    if not config.model:
+        if not config.preset:
+            raise ConfigError("generator.preset is not set: set generator.preset=<preset> (see `orig models "
+                              "--role generator`) or generator.model=<hub id>")
+        preset = load_preset(config.preset)
+        update: dict[str, Any] = {}
+        if config.revision is not None:
+            update["revision"] = config.revision
+        if config.backend is not None:
+            update["generator"] = config.backend
+        return preset.model_copy(update=update) if update else preset
+
+    if config.preset:
+        base = load_preset(config.preset)  # a preset's settings for another checkpoint (a fine-tune)
+    elif config.backend:
+        base = next((p for p in map(load_preset, list_presets())
+                     if p.generator == config.backend and not p.is_tiny), None)
+    else:
+        base = family_preset(config.model)
+    backend = config.backend or (base.generator if base else None)
+    if not backend:
+        known = ", ".join(sorted({p.generator for p in map(load_preset, list_presets()) if p.generator}))
+        raise ConfigError(f"generator.model={config.model}: unknown model family, so the pipeline to use "
+                          f"is unknown; set generator.backend=<{known.replace(', ', '|')}>")
+    base = base or Preset(name=config.model, hf_id=config.model, role=["generator"])
+    return base.model_copy(update={
+        "name": config.model, "hf_id": config.model, "revision": config.revision, "generator": backend,
+        "gated": base.gated and base.hf_id == config.model, "memory_gb": None,
+        "notes": f"hub id without a preset; pipeline and defaults from {base.name}",
+    })
+
+
+class ModelAccessError(OrigError, OSError):
+    """Weights that cannot be loaded for a reason the user fixes: a gated or private repo
+    without a token, an unknown hub id or revision, or weights not cached while offline."""
+
+
+def _hub_failure(exc: BaseException, model: str, revision: str | None) -> ModelAccessError | None:
+    try:
+        from huggingface_hub import errors
+    except ImportError:
+        return None
+    login = "export HF_TOKEN=<your token> or run `huggingface-cli login`"
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:  # transformers/diffusers wrap the hub's error
+        seen.add(id(err))
+        if isinstance(err, errors.GatedRepoError):
+            return ModelAccessError(
+                f"{model} is a gated model: accept its licence at https://huggingface.co/{model} "
+                f"while logged in, then give this machine your token", hint=login)
+        if isinstance(err, errors.RevisionNotFoundError):
+            return ModelAccessError(f"{model} has no revision {revision!r} on the hub",
+                                    hint="fix `revision` in the preset or set e.g. generator.revision=<sha>")
+        if isinstance(err, errors.RepositoryNotFoundError):
+            return ModelAccessError(f"{model} was not found on the hub (or it is private)",
+                                    hint=f"check the id; for a private repo {login}")
+        if isinstance(err, errors.HfHubHTTPError) and getattr(err.response, "status_code", None) in (401, 403):
+            return ModelAccessError(f"the hub refused access to {model} (HTTP {err.response.status_code})",
+                                    hint=login)
+        err = err.__cause__ or err.__context__
+    # Not cached while offline (the hub's own errors, or the libraries' wrapped texts): one
+    # recogniser for every loader (transformers, diffusers, open_clip).
+    from orig_local.loaderrors import model_not_cached
+
+    return model_not_cached(exc, model, revision)
+
+
+@contextmanager
+def hub_access(model: str, revision: str | None = None) -> Iterator[None]:
+    """Around a ``from_pretrained``: the hub's gated / not-found / not-cached failures become one
+    :class:`ModelAccessError` line naming the fix (``HF_TOKEN``, ``huggingface-cli login``, ...);
+    anything else propagates unchanged."""
+    try:
+        yield
+    except ModelAccessError:
+        raise
+    except Exception as exc:
+        failure = _hub_failure(exc, model, revision)
+        if failure is None:
+            raise
+        raise failure from exc

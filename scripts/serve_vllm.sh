@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Start vLLM for a chat preset, wait for /health, print the base URL (shell twin of `orig serve`).
 #
-#   scripts/serve_vllm.sh [PRESET] [PORT]        e.g. scripts/serve_vllm.sh qwen2.5-vl-72b 8000
+#   scripts/serve_vllm.sh [PRESET] [PORT] [-- VLLM_FLAGS...]
+#   e.g. scripts/serve_vllm.sh qwen2.5-vl-72b 8000 -- --data-parallel-size 2
 #
-# The vLLM flags come from models/<PRESET>.yaml (via `orig serve --dry-run`). vLLM lives in its
-# own environment: set ORIG_VLLM_BIN (default: `vllm` on PATH); PYTHON picks the interpreter
-# that has orig_local installed (default: the repo's .venv, else python3).
+# The vLLM flags come from the preset (`orig models`; via `orig serve --dry-run`); flags after
+# `--` are appended and win. vLLM lives in its own environment: set ORIG_VLLM_BIN (default:
+# `vllm` on PATH); PYTHON picks the interpreter that has orig_local installed (default: the
+# repo's .venv, else python3). To require an API key, export VLLM_API_KEY (vLLM reads it; keep
+# it off the command line).
 set -euo pipefail
 
 PRESET="${1:-qwen2.5-vl-7b}"
 PORT="${2:-8000}"
+shift $(( $# < 2 ? $# : 2 ))
+if [[ "${1:-}" == "--" ]]; then shift; fi
 HOST="${HOST:-127.0.0.1}"
 TIMEOUT_S="${TIMEOUT_S:-1800}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +31,7 @@ MSG
 fi
 
 CMD="$(cd "$REPO" && "$PYTHON" -m orig_local serve --preset "$PRESET" --host "$HOST" --port "$PORT" \
-       --vllm-bin "$VLLM_BIN" --dry-run)"
+       --vllm-bin "$VLLM_BIN" --dry-run -- "$@")"
 echo "starting: $CMD"
 eval "$CMD" &
 PID=$!

@@ -1,14 +1,10 @@
-"""GPU workstation checks (``pytest -m gpu``): the in-process backend on CUDA in bf16, and a real
-vLLM server (found via ``ORIG_VLLM_BIN`` or ``vllm`` on PATH) with guided decoding, both on the
-tiny judge so they take seconds."""
+"""GPU workstation check (``pytest -m gpu``): the in-process backend on CUDA in bf16, on the tiny
+judge so it takes seconds. The real-vLLM checks are in test_llm_vllm.py (``pytest -m vllm``)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from PIL import Image
-from pydantic import RootModel
 
 from conftest import tiny_model
 from orig_local.llm import ChatConfig, make_chat_model, user
@@ -38,36 +34,3 @@ async def test_transformers_backend_on_cuda_in_bf16():
         await model.aclose()
     assert (red.text, blue.text) == ("true", "false")
     assert max(red.top_logprobs, key=red.top_logprobs.get) == "true"
-
-
-@pytest.fixture(scope="module")
-def vllm_judge():
-    _need_cuda()
-    from orig_local.llm.local_server import free_port
-    from orig_local.llm.serve import VLLMNotFound, vllm_server
-
-    tiny_model("judge")
-    try:
-        server = vllm_server("tiny-judge", port=free_port(), startup_timeout_s=600)
-    except VLLMNotFound:
-        pytest.skip("vLLM not installed (set ORIG_VLLM_BIN)")
-    with server:
-        yield server
-
-
-@pytest.mark.parametrize("mode", ["json_schema", "structured_outputs"])
-def test_vllm_guided_decoding_and_logprobs(vllm_judge, mode):
-    async def run():
-        model = make_chat_model(ChatConfig(backend="openai", base_url=vllm_judge.base_url, model=vllm_judge.model,
-                                           structured_mode=mode, max_tokens=4))
-        try:
-            typed = await model.chat([user(RED, QUESTION)], schema=RootModel[bool])
-            plain = await model.chat([user(BLUE, QUESTION)], logprobs=2)
-        finally:
-            await model.aclose()
-        return typed, plain
-
-    typed, plain = asyncio.run(run())
-    assert typed.parsed.root is True and typed.attempts == 1
-    assert plain.text == "false" and plain.usage.prompt_tokens > 0
-    assert plain.top_logprobs and max(plain.top_logprobs, key=plain.top_logprobs.get) == "false"

@@ -34,8 +34,9 @@ class Verdict(BaseModel):
 # --------------------------------------------------------------------------- a scriptable server
 
 
-def chat_body(text: str, prompt_tokens: int = 11, completion_tokens: int = 3, logprobs=None) -> dict:
-    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+def chat_body(text: str, prompt_tokens: int = 11, completion_tokens: int = 3, logprobs=None,
+              finish_reason: str = "stop") -> dict:
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}
     if logprobs is not None:
         choice["logprobs"] = {"content": [{"token": "t", "logprob": -0.1, "top_logprobs": logprobs}]}
     return {"id": "x", "object": "chat.completion", "model": "m", "choices": [choice],
@@ -51,6 +52,7 @@ class ScriptedHTTP:
         self.responses = list(responses)
         self.delay_s = delay_s
         self.bodies: list[dict] = []
+        self.headers: list[dict] = []
         self.in_flight = 0
         self.peak = 0
         self._lock = threading.Lock()
@@ -61,6 +63,7 @@ class ScriptedHTTP:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with outer._lock:
                     outer.bodies.append(body)
+                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     outer.in_flight += 1
                     outer.peak = max(outer.peak, outer.in_flight)
                     i = min(len(outer.bodies), len(outer.responses)) - 1
@@ -274,3 +277,107 @@ async def test_transformers_serve_rejects_vllm_structured_outputs_field(tiny_qwe
     with pytest.raises(ChatError, match="HTTP 422"):
         await model.chat([user("hi")], schema=Verdict)
     await model.aclose()
+
+
+# --------------------------------------------------------------------------- cut replies, limits, keys
+
+
+async def test_structured_reply_cut_at_max_tokens_is_reported_as_cut(http):
+    from orig_local.llm import ReplyTruncatedError, StructuredOutputError
+
+    # what vLLM's default structured-output backend produced: JSON drowned in whitespace
+    runaway = '{"answer": true, ' + " " * 200
+    server = http([(200, chat_body(runaway, completion_tokens=64, finish_reason="length"))])
+    model = make_chat_model(config(server.base_url, schema_retries=1))
+    with pytest.raises(ReplyTruncatedError) as info:
+        await model.chat([user("q")], schema=Verdict, max_tokens=64)
+    assert isinstance(info.value, StructuredOutputError)  # callers that record invalid replies still do
+    assert str(info.value).startswith("Verdict reply cut at max_tokens=64 (finish_reason=length)")
+    assert "EOF while parsing" not in str(info.value).split("; reply ends")[0]
+    assert info.value.raw_texts == [runaway, runaway] and info.value.usage.completion_tokens == 128
+    # the retry told the model its reply was cut
+    assert "cut at max_tokens=64" in server.bodies[1]["messages"][-1]["content"]
+
+
+async def test_cut_then_complete_structured_reply_is_accepted(http):
+    server = http([(200, chat_body('{"answer": true, "rea', finish_reason="length")),
+                   (200, chat_body('{"answer": true, "reason": "ok"}'))])
+    reply = await make_chat_model(config(server.base_url)).chat([user("q")], schema=Verdict, max_tokens=8)
+    assert reply.parsed.answer is True and reply.attempts == 2 and not reply.truncated
+
+
+async def test_plain_reply_cut_at_max_tokens_is_marked(http):
+    server = http([(200, chat_body("a long answer that stops mid", finish_reason="length")),
+                   (200, chat_body("short."))])
+    model = make_chat_model(config(server.base_url, cache=False))
+    cut = await model.chat([user("q")], max_tokens=5)
+    assert cut.truncated and cut.finish_reason == "length"
+    whole = await model.chat([user("q2")], max_tokens=5)
+    assert not whole.truncated and whole.finish_reason == "stop"
+
+
+async def test_more_images_than_the_model_accepts_are_refused_before_sending(http):
+    from orig_local.llm import TooManyImagesError
+
+    server = http([(200, chat_body("ok"))])
+    model = make_chat_model(config(server.base_url, max_images=2))
+    with pytest.raises(TooManyImagesError, match=r"3 images .* at most 2"):
+        await model.chat([user(RED, BLUE), user(RED, "q")])
+    assert server.bodies == []
+    await model.chat([user(RED, BLUE, "q")])
+    assert len(server.bodies) == 1
+
+
+def test_preset_sets_the_served_image_limit():
+    from orig_local.presets import load_preset, resolve_chat_preset
+
+    resolved = resolve_chat_preset(ChatConfig(backend="openai", preset="tiny-judge"))
+    assert resolved.max_images == load_preset("tiny-judge").serve.limit_mm_per_prompt["image"]
+    # an explicit value wins; the in-process backend has no server limit
+    assert resolve_chat_preset(ChatConfig(backend="openai", preset="tiny-judge", max_images=1)).max_images == 1
+    assert resolve_chat_preset(ChatConfig(backend="transformers", preset="tiny-judge")).max_images is None
+
+
+async def test_fact_judge_shows_no_more_images_than_the_judge_accepts(http, tmp_path):
+    from orig_local.evaluation.items import GoldFact
+    from orig_local.evaluation.judge import Judge
+
+    server = http([(200, chat_body("true"))])
+    judge = Judge(make_chat_model(config(server.base_url, max_images=2)), answer_format="text")
+    images = []
+    for k in range(5):
+        images.append(tmp_path / f"{k}.png")
+        Image.new("RGB", (8, 8), (k * 40, 0, 0)).save(images[-1])
+    verdict = await judge.judge_fact(GoldFact(id="f1", text="a fact"), ["some text"], images, max_images=4)
+    assert verdict.error is None and verdict.correct is True
+    sent = [p for m in server.bodies[0]["messages"] if isinstance(m["content"], list)
+            for p in m["content"] if p["type"] == "image_url"]
+    assert len(sent) == 2
+
+
+async def test_openai_environment_variables_fill_an_unset_server_and_key(http, monkeypatch):
+    server = http([(200, chat_body("ok"))])
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    cfg = ChatConfig(backend="openai", model="m")
+    assert cfg.base_url == server.base_url
+    model = make_chat_model(cfg)
+    await model.chat([user("q")])
+    assert server.headers[0]["authorization"] == "Bearer sk-from-env"
+    await model.aclose()
+
+
+async def test_api_key_env_names_the_variable_and_a_config_key_is_never_dumped(http, monkeypatch):
+    server = http([(200, chat_body("ok"))])
+    monkeypatch.setenv("JUDGE_KEY", "sk-judge")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = make_chat_model(config(server.base_url, api_key_env="JUDGE_KEY", cache=False))
+    await model.chat([user("q")])
+    assert server.headers[-1]["authorization"] == "Bearer sk-judge"
+    unset = make_chat_model(config(server.base_url, api_key_env="NO_SUCH_VAR_SET", cache=False))
+    await unset.chat([user("q")])
+    assert server.headers[-1]["authorization"] == "Bearer EMPTY"  # what a keyless local vLLM accepts
+    given = config(server.base_url, api_key="sk-typed", cache=False)
+    await make_chat_model(given).chat([user("q")])
+    assert server.headers[-1]["authorization"] == "Bearer sk-typed"
+    assert "sk-typed" not in json.dumps(given.model_dump(mode="json")) and "sk-typed" not in repr(given)

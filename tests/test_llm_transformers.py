@@ -93,3 +93,18 @@ def test_preset_fills_the_model_folder():
     assert model.model_name == str(tiny_model("judge"))
     assert model.processor.image_processor.size["longest_edge"] == 56 * 56
     asyncio.run(model.aclose())
+
+
+async def test_reply_cut_at_max_tokens_is_marked_like_a_server_does(tiny_judge):
+    from orig_local.llm import ReplyTruncatedError
+
+    whole = await tiny_judge.chat([user(RED, QUESTION)])  # "true" + end of sequence within 4 tokens
+    assert whole.text == "true" and whole.finish_reason == "stop" and not whole.truncated
+    cut = await tiny_judge.chat([user(RED, QUESTION)], max_tokens=1)  # no room for the end token
+    assert cut.truncated and cut.usage.completion_tokens == 1
+
+    class Explained(RootModel[dict[str, str]]):
+        pass
+
+    with pytest.raises(ReplyTruncatedError, match="max_tokens=1"):
+        await tiny_judge.chat([user(BLUE, QUESTION)], schema=Explained, max_tokens=1)

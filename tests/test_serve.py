@@ -49,7 +49,8 @@ def test_dry_run_prints_the_vllm_command(capsys):
     assert flags["--dtype"] == "bfloat16"
     limits = json.loads(flags["--limit-mm-per-prompt"])
     assert limits["image"] > 1  # vLLM's default for Qwen2.5-VL is one image per prompt
-    assert json.loads(flags["--mm-processor-kwargs"]) == {"max_pixels": 1003520}
+    # `size` is what transformers >= 5.19 asks for (min_pixels/max_pixels raise a FutureWarning)
+    assert json.loads(flags["--mm-processor-kwargs"]) == {"size": {"shortest_edge": 3136, "longest_edge": 1003520}}
     assert flags["--enable-prefix-caching"] is True
     assert 0 < float(flags["--gpu-memory-utilization"]) <= 1
 
@@ -171,3 +172,113 @@ def test_dry_run_overrides(capsys):
                  "--max-model-len", "16384", "--dry-run"]) == 0
     flags = _flags(shlex.split(capsys.readouterr().out.strip()))
     assert flags["--tensor-parallel-size"] == "2" and flags["--max-model-len"] == "16384"
+
+
+# --------------------------------------------------------------------------- flags users expect
+
+
+def _dry(capsys, *argv) -> list[str]:
+    assert main(["serve", "--dry-run", *argv]) == 0
+    return shlex.split(capsys.readouterr().out.strip())
+
+
+@pytest.mark.parametrize("name", ["tiny-judge", "tiny-qwen2.5-vl"])
+def test_tiny_presets_are_served_in_their_own_dtype(capsys, name):
+    # without --dtype vLLM picks bf16 for these float32 random-weight models
+    assert _flags(_dry(capsys, "--preset", name))["--dtype"] == load_preset(name).dtype == "float32"
+
+
+def test_presets_turn_off_runaway_whitespace_in_guided_json(capsys):
+    flags = _flags(_dry(capsys, "--preset", "qwen2.5-vl-7b"))
+    assert json.loads(flags["--structured-outputs-config"]) == {"backend": "xgrammar", "disable_any_whitespace": True}
+
+
+def test_flags_after_double_dash_are_passed_through_last(capsys):
+    argv = _dry(capsys, "--preset", "qwen2.5-vl-7b", "--", "--max-num-seqs", "8", "--enforce-eager",
+                "--max-model-len", "4096")
+    assert argv[-5:] == ["--max-num-seqs", "8", "--enforce-eager", "--max-model-len", "4096"]
+    # vLLM keeps the last value of a repeated flag: the user's wins over the preset's 32768
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--max-model-len"][-1] == "4096"
+
+
+def test_flags_orig_serve_needs_cannot_hide_after_double_dash(capsys):
+    assert main(["serve", "--preset", "qwen2.5-vl-7b", "--dry-run", "--", "--port", "9001"]) == 2
+    assert "--port" in capsys.readouterr().err
+
+
+def test_revision_reaches_vllm(capsys, tmp_path, monkeypatch):
+    argv = _dry(capsys, "--preset", "qwen2.5-vl-7b", "--revision", "0123abc")
+    assert _flags(argv)["--revision"] == "0123abc"
+    assert "--revision" not in _dry(capsys, "--preset", "qwen2.5-vl-7b")  # null: the default branch
+    # a revision pinned in a preset file
+    from orig_local.paths import PRESETS_DIR
+
+    text = (PRESETS_DIR / "qwen2.5-vl-7b.yaml").read_text().replace("revision: null", "revision: cafe42")
+    (tmp_path / "qwen2.5-vl-7b.yaml").write_text(text)
+    monkeypatch.setenv("ORIG_MODELS_DIR", str(tmp_path))
+    assert _flags(_dry(capsys, "--preset", "qwen2.5-vl-7b"))["--revision"] == "cafe42"
+
+
+def test_any_hub_model_without_a_preset(capsys):
+    argv = _dry(capsys, "--model", "Qwen/Qwen2.5-VL-3B-Instruct", "--revision", "main")
+    assert argv[:3] == ["vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct"]
+    assert _flags(argv)["--revision"] == "main" and "--structured-outputs-config" in argv
+    assert main(["serve", "--dry-run"]) == 2
+    assert "--preset" in capsys.readouterr().err
+
+
+FAKE_VLLM_ENV = textwrap.dedent("""\
+    #!{python}
+    # Stand-in for `vllm serve` that also records whether it got an API key, and how.
+    import json, os, sys
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+    args = sys.argv[1:]
+    open({record!r}, "w").write(json.dumps({{"argv": args, "key": os.environ.get("VLLM_API_KEY")}}))
+    print("vllm starting with args", args, flush=True)  # what vLLM's own log shows
+    port = int(args[args.index("--port") + 1])
+    class H(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404); self.end_headers()
+        def log_message(self, *a): pass
+    HTTPServer(("127.0.0.1", port), H).serve_forever()
+""")
+
+
+def _serve_until_ready(argv, env=None) -> tuple[subprocess.Popen, list[str]]:
+    proc = subprocess.Popen([sys.executable, "-m", "orig_local", "serve", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("use it with:"):
+            break
+    return proc, lines
+
+
+def test_api_key_reaches_vllm_by_environment_only_and_judge_presets_hint_the_judge(tmp_path):
+    record = tmp_path / "run.json"
+    exe = tmp_path / "vllm"
+    exe.write_text(FAKE_VLLM_ENV.format(python=sys.executable, record=str(record)))
+    exe.chmod(0o755)
+    log = tmp_path / "vllm.log"
+    secret = "sk-serve-secret-8c1f"
+    env = {**os.environ, "MY_SERVE_KEY": secret}
+    proc, lines = _serve_until_ready(["--preset", "tiny-judge", "--port", str(free_port()), "--vllm-bin", str(exe),
+                                      "--log-file", str(log), "--api-key-env", "MY_SERVE_KEY"], env=env)
+    try:
+        out = "".join(lines)
+        assert "use it with: -s judge.base_url=http://127.0.0.1:" in out, out + proc.stderr.read()
+        assert "-s judge.preset=tiny-judge" in out and "-s judge.api_key_env=MY_SERVE_KEY" in out
+        seen = json.loads(record.read_text())
+        assert seen["key"] == secret  # vLLM requires it...
+        assert secret not in json.dumps(seen["argv"])  # ...but it is on no command line
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert secret not in out + proc.stdout.read() + proc.stderr.read() + log.read_text()
+
+
+def test_missing_api_key_variable_is_a_one_line_error(capsys, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    assert main(["serve", "--preset", "tiny-judge", "--api-key-env", "NO_SUCH_KEY_VAR", "--vllm-bin", "/bin/true"]) == 2
+    assert "NO_SUCH_KEY_VAR" in capsys.readouterr().err

@@ -44,7 +44,7 @@ def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup
 
             retriever = Retriever.from_config(config.retrieval, cache_dir=cache_dir,
                                               embedder=embedder or config.embed)
-    if generator is None and config.generator.preset:
+    if generator is None and (config.generator.preset or config.generator.model):
         from orig_local.generation import make_generator
 
         generator = make_generator(config.generator, progress=config.progress)

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("prompt", help="the text prompt")
     parser.add_argument("--ref", action="append", default=[], metavar="IMAGE",
                         help="reference image file, most informative first (repeatable)")
-    parser.add_argument("--preset", "-p", help="generator preset (models/*.yaml); default: generator.preset")
+    parser.add_argument("--preset", "-p", help="generator preset (`orig models`) or hub id; default: generator.preset")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--width", type=int)
     parser.add_argument("--height", type=int)

@@ -1,8 +1,8 @@
-"""`orig models`: list the model presets in models/."""
+"""`orig models`: list the model presets (orig_local/model_presets/, or $ORIG_MODELS_DIR)."""
 
 from __future__ import annotations
 
-HELP = "list model presets (models/*.yaml)"
+HELP = "list model presets (hub id, revision, gated, memory)"
 ROLES = ("backbone", "judge", "generator", "embedder")
 
 
@@ -16,10 +16,16 @@ def run(args) -> int:
 
     if args.role and args.role not in ROLES:
         raise UsageError(f"--role {args.role!r} is not a role; roles: {', '.join(ROLES)}")
-    for name in list_presets():
-        preset = load_preset(name)
-        if args.role and args.role not in preset.role:
-            continue
+    rows = [load_preset(name) for name in list_presets()]
+    rows = [p for p in rows if not args.role or args.role in p.role]
+    if rows:
+        # gated: the hub asks to accept a licence; downloads need HF_TOKEN or `huggingface-cli login`
+        print(f"{'preset':28s} {'role':18s} {'memory':>8s}  {'gated':5s}  hub id [@revision]")
+    for preset in rows:
         mem = f"{preset.memory_gb:g} GB" if preset.memory_gb is not None else "?"
-        print(f"{name:28s} {','.join(preset.role):18s} {mem:>8s}  {preset.hf_id}")
+        gated = "yes" if preset.gated else "-"
+        rev = f"@{preset.revision}" if preset.revision else ""
+        print(f"{preset.name:28s} {','.join(preset.role):18s} {mem:>8s}  {gated:5s}  {preset.hf_id}{rev}")
+    if any(p.gated for p in rows):
+        print("gated models need a hub token: export HF_TOKEN=... or run `huggingface-cli login`")
     return 0

@@ -30,6 +30,22 @@ def pick_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def open_clip_snapshot(model: str, revision: str | None = None) -> str:
+    """``local-dir:<folder>`` for an open_clip model given by folder or hub id (downloaded at
+    ``revision`` into the hub cache; open_clip's own ``hf-hub:`` loader cannot pin a revision)."""
+    from pathlib import Path
+
+    if Path(model).expanduser().is_dir():
+        return "local-dir:" + str(Path(model).expanduser())
+    from orig_local._lazy import require
+    from orig_local.presets import hub_access
+
+    hub = require("huggingface_hub", "gen")
+    with hub_access(model, revision):
+        folder = hub.snapshot_download(model, revision=revision, allow_patterns=["open_clip_*", "*.txt"])
+    return "local-dir:" + folder
+
+
 class OpenClipEmbedder:
     """Embeds images and texts with an open_clip model.
 
@@ -94,18 +110,23 @@ class OpenClipEmbedder:
     def from_config(cls, config: EmbedConfig, cache_dir=None) -> "OpenClipEmbedder":
         from orig_local.presets import load_preset, resolve_model_path
 
-        preset = load_preset(config.preset)
-        if preset.open_clip is None:
-            raise ValueError(f"preset {config.preset!r} has no open_clip section")
+        if config.model:
+            model_name, pretrained, label = open_clip_snapshot(config.model, config.revision), None, config.model
+        else:
+            preset = load_preset(config.preset)
+            if preset.open_clip is None:
+                raise ValueError(f"preset {config.preset!r} has no open_clip section")
+            model_name = resolve_model_path(preset.open_clip.model_name, build=True)
+            pretrained, label = preset.open_clip.pretrained, preset.name
         cache = None
         if cache_dir is not None:
             from pathlib import Path
 
             from orig_local.cache import DiskCache
 
-            cache = DiskCache(Path(cache_dir) / "embeddings.sqlite", namespace=f"clip:{preset.name}")
-        return cls(resolve_model_path(preset.open_clip.model_name, build=True), preset.open_clip.pretrained,
-                   device=config.device, batch_size=config.batch_size, cache=cache)
+            namespace = f"clip:{label}" + (f"@{config.revision}" if config.model and config.revision else "")
+            cache = DiskCache(Path(cache_dir) / "embeddings.sqlite", namespace=namespace)
+        return cls(model_name, pretrained, device=config.device, batch_size=config.batch_size, cache=cache)
 
     @property
     def dim(self) -> int:

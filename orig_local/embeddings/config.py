@@ -6,6 +6,10 @@ from orig_local.configbase import StrictModel
 
 
 class EmbedConfig(StrictModel):
-    preset: str = "clip-vit-b-32"  # models/<preset>.yaml with an open_clip section
+    preset: str = "clip-vit-b-32"  # a model preset with an open_clip section (`orig models --role embedder`)
+    # Any open_clip model without a preset: a hub repo in open_clip format (open_clip_config.json +
+    # weights, e.g. laion/CLIP-ViT-B-32-laion2B-s34B-b79K) or a local folder; wins over `preset`.
+    model: str | None = None
+    revision: str | None = None  # hub revision of `model` (branch, tag or commit sha)
     device: str = "auto"
     batch_size: int = 32

@@ -306,7 +306,9 @@ class Judge:
         evidence = "\n\n".join(t.strip() for t in texts if t and t.strip())
         if len(evidence) > max_chars:
             evidence = evidence[:max_chars] + " [...]"
-        shown = list(images)[:max_images]
+        # never more than the served model accepts per prompt (its preset's limit_mm_per_prompt)
+        limit = getattr(self.chat, "max_images_per_prompt", None)
+        shown = list(images)[:max_images if limit is None else min(max_images, limit)]
         sys_text = self.render("judge_fact_system.jinja", answer_format=self.answer_format)
         text = self.render("judge_fact.jinja", evidence_text=evidence, n_images=len(shown),
                            modality=fact.modality, fact=fact.text)

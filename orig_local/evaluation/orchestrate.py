@@ -69,7 +69,7 @@ def build_agent_fn(config):
 
 
 def build_generator(config):
-    if not config.generator.preset:
+    if not (config.generator.preset or config.generator.model):
         raise ValueError("no generator preset: pass --generator <preset> or set generator.preset")
     from orig_local.generation import make_generator
 
@@ -121,7 +121,7 @@ def run_meta(config, run_dir: Path, extra: dict | None = None) -> dict:
         "condition": config.agent.condition,
         "backbone": backbone,
         "backbone_size_b": backbone_size(backbone),
-        "generator": config.generator.preset,
+        "generator": config.generator.preset or config.generator.model,
         "judge": config.judge.preset or config.judge.model,
         "seed": config.eval.seed,
         "label": config.eval.label or Path(run_dir).resolve().name,

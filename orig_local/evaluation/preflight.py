@@ -55,14 +55,15 @@ def check_chat_server(role: str, chat) -> dict[str, Any] | None:
 
     url = chat.base_url.rstrip("/")
     try:
-        models = served_models(url, chat.api_key, timeout_s=min(10.0, chat.timeout_s))
+        models = served_models(url, chat.resolved_api_key(), timeout_s=min(10.0, chat.timeout_s))
     except httpx.HTTPStatusError as exc:
         code = exc.response.status_code
         if code in (404, 405, 501):  # up, but cannot list its models: the model name stays unchecked
             log.warning("the %s server at %s does not list its models (HTTP %d); %r not checked", role, url,
                         code, chat.model)
             return {"id": chat.model, "listed": False}
-        hint = (f"check the key the server expects (-s {role}.api_key=...)" if code in (401, 403)
+        hint = (f"check the key the server expects (export {chat.api_key_env}=... or set {role}.api_key_env)"
+                if code in (401, 403)
                 else _serve_hint(role, chat))
         raise PreflightError(f"the {role} server at {url} answered HTTP {code} to GET /models", hint=hint) from None
     except (httpx.HTTPError, ValueError) as exc:

@@ -1,7 +1,8 @@
 """Image generators (one backend per file, chosen by the preset's ``generator`` field).
 
-``make_generator(config)`` reads ``models/<config.preset>.yaml`` and builds the backend named
-there. Nothing heavy is imported until a generator is built.
+``make_generator(config)`` reads the preset ``config.preset`` (or, for ``config.model``, a hub id
+without a preset, builds one: :func:`orig_local.presets.generator_preset`) and builds the backend
+named there. Nothing heavy is imported until a generator is built.
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ BACKENDS = {
 
 
 def make_generator(config: GeneratorConfig, *, progress: bool = False) -> Generator:
-    """Build (but do not load yet) the generator for ``config.preset``."""
+    """Build (but do not load yet) the generator for ``config.preset`` / ``config.model``."""
     from orig_local._lazy import resolve
     from orig_local.configbase import ConfigError
-    from orig_local.presets import load_preset
+    from orig_local.presets import generator_preset
 
-    if not config.preset:
-        raise ConfigError("generator.preset is not set (e.g. generator.preset=qwen-image)")
-    preset = load_preset(config.preset)
+    preset = generator_preset(config)
     if not preset.generator:
         raise ConfigError(f"preset {preset.name!r} is not a generator (no `generator:` field)")
     cls = resolve("generator", BACKENDS, preset.generator)

@@ -10,7 +10,15 @@ from orig_local.configbase import StrictModel
 
 
 class GeneratorConfig(StrictModel):
-    preset: str | None = None  # models/<preset>.yaml; None -> no image is generated
+    preset: str | None = None  # a model preset (`orig models --role generator`); None and no model -> no image
+    # Any diffusers checkpoint by hub id (or a local folder) without writing a preset. Its pipeline
+    # and defaults come from `backend`, else from its family (presets.GENERATOR_FAMILIES); with
+    # `preset` also set, that preset's settings drive this checkpoint (e.g. a fine-tune).
+    model: str | None = None
+    # Hub revision (branch, tag or commit sha) passed to from_pretrained; None -> the preset's
+    # (None there too -> the default branch).
+    revision: str | None = None
+    backend: str | None = None  # pipeline family (orig_local.generation.BACKENDS key); None -> the preset's
     # "auto": cuda (cuda:$LOCAL_RANK under `accelerate launch`) if available, else cpu.
     device: str = "auto"
     # "auto": the preset's dtype (bf16 for real models) on an accelerator, float32 on CPU.

@@ -113,17 +113,22 @@ class DiffusersGenerator:
                               f"(needed by {self.name}); upgrade: pip install -U diffusers")
         dtype = pick_dtype(self.config.dtype, self.device, self.preset.dtype)
         path = self.preset.ensure_path()  # a missing tiny model is built here (seconds)
-        log.info("loading %s (%s) from %s as %s on %s", self.name, self.pipeline_class, path, dtype, self.device)
+        revision = self.preset.revision
+        log.info("loading %s (%s) from %s%s as %s on %s", self.name, self.pipeline_class, path,
+                 f"@{revision}" if revision else "", dtype, self.device)
         if not self.progress:
             # from_pretrained's own loading bars (diffusers components, transformers weights)
             # ignore the pipeline's progress config; progress=False must silence them too.
             diffusers.utils.logging.disable_progress_bar()
             require("transformers", "gen").utils.logging.disable_progress_bar()
         start = time.perf_counter()
-        from orig_local.loaderrors import loading
+        from orig_local.presets import hub_access
 
-        with loading(self.preset.hf_id):  # not cached offline: one line saying how to get it
-            pipe = cls.from_pretrained(path, **{_dtype_kwarg(): dtype})
+        kwargs: dict[str, Any] = {_dtype_kwarg(): dtype}
+        if revision:
+            kwargs["revision"] = revision
+        with hub_access(path, revision):  # gated / unknown / not cached -> one line naming the fix
+            pipe = cls.from_pretrained(path, **kwargs)
         self._place(pipe)
         self._memory_options(pipe)
         pipe.set_progress_bar_config(disable=not self.progress)
@@ -264,6 +269,7 @@ class DiffusersGenerator:
             raise RuntimeError(f"{self.name} returned {image.size}, asked for {params['width']}x{params['height']}")
         record = {**params, **{k: v for k, v in extras.items() if _jsonable(v)},
                   "seed": request.seed, "preset": self.name, "pipeline": self.pipeline_class,
+                  "model": self.preset.hf_id, "revision": self.preset.revision,
                   "references_given": len(request.references)}
         return GenerationResult(image=image, seed=request.seed, seconds=seconds, references_used=used,
                                 notes=notes, params=record)

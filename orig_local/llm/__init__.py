@@ -14,7 +14,9 @@ from orig_local.llm.base import (
     Completion,
     ImageRef,
     Message,
+    ReplyTruncatedError,
     StructuredOutputError,
+    TooManyImagesError,
     Usage,
     assistant,
     system,
@@ -51,6 +53,7 @@ def make_chat_model(config: ChatConfig, cache_dir: str | Path | None = None, **k
 
 __all__ = [
     "BACKENDS", "BaseChatModel", "ChatConfig", "ChatConnectionError", "ChatError", "ChatHTTPError", "ChatReply",
-    "Completion", "ImageRef", "Message", "StructuredOutputError", "Usage", "assistant",
+    "Completion", "ImageRef", "Message", "ReplyTruncatedError", "StructuredOutputError",
+    "TooManyImagesError", "Usage", "assistant",
     "make_chat_model", "system", "user",
 ]

@@ -136,6 +136,8 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     # first generated token's top alternatives: {token_text: logprob}; None if not asked/served
     top_logprobs: dict[str, float] | None = None
+    # why generation stopped: "stop" (end of reply), "length" (cut at max_tokens), None if unknown
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -151,6 +153,11 @@ class ChatReply:
     attempts: int = 1
     invalid_replies: list[str] = field(default_factory=list)  # raw texts that failed validation
     top_logprobs: dict[str, float] | None = None
+    finish_reason: str | None = None  # "length": the text was cut at max_tokens
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
 
 
 class ChatError(RuntimeError):
@@ -192,6 +199,29 @@ class StructuredOutputError(ChatError):
             f"no valid {schema} after {len(raw_texts)} attempt(s); last error: "
             f"{errors[-1] if errors else '?'}; last reply: {last!r}"
         )
+
+
+class ReplyTruncatedError(StructuredOutputError):
+    """The last attempt at a structured reply was cut at ``max_tokens`` (``finish_reason:
+    length``) before its JSON was complete. With guided decoding this is often runaway
+    whitespace, which serving with xgrammar's ``disable_any_whitespace`` prevents."""
+
+    def __init__(self, schema: str, raw_texts: list[str], errors: list[str], usage: Usage, max_tokens: int):
+        super().__init__(schema, raw_texts, errors, usage)
+        self.max_tokens = max_tokens
+        tail = raw_texts[-1][-80:] if raw_texts else ""
+        self.args = (
+            f"{schema} reply cut at max_tokens={max_tokens} (finish_reason=length) before its JSON "
+            f"was complete; raise max_tokens for this model, or if the reply is runaway whitespace "
+            f"serve it with --structured-outputs-config "
+            f"'{{\"backend\":\"xgrammar\",\"disable_any_whitespace\":true}}' (orig serve does); "
+            f"reply ends: {tail!r}",
+        )
+
+
+class TooManyImagesError(ChatError, ValueError):
+    """A request with more images than the model accepts per prompt (``ChatConfig.max_images``,
+    vLLM's ``--limit-mm-per-prompt``): refused before sending instead of an HTTP 400."""
 
 
 # --------------------------------------------------------------------------- parsing
@@ -251,6 +281,21 @@ class BaseChatModel:
     def model_name(self) -> str:
         return self.config.model or self.backend
 
+    @property
+    def max_images_per_prompt(self) -> int | None:
+        """Images one request may carry (None: no known limit). Callers showing a variable
+        number of images send at most this many."""
+        return self.config.max_images
+
+    def _check_images(self, messages: Sequence[Message]) -> None:
+        limit = self.config.max_images
+        n = sum(len(m.images) for m in messages)  # vLLM counts the whole conversation
+        if limit is not None and n > limit:
+            raise TooManyImagesError(
+                f"request carries {n} images but {self.model_name} accepts at most {limit} per prompt "
+                f"(max_images, from the preset's limit_mm_per_prompt): send fewer, or serve with a "
+                f"higher limit and set max_images accordingly")
+
     def _limit(self) -> asyncio.Semaphore:
         # Created lazily so the model can be built outside a running event loop, and again for
         # each new loop: a semaphore binds to the loop that first waits on it, and one model is
@@ -300,6 +345,7 @@ class BaseChatModel:
         """Send ``messages``; with ``schema``, validate the reply (bounded retries) or raise
         :class:`StructuredOutputError`. Temperature-0 calls are served from the cache."""
         messages = list(messages)
+        self._check_images(messages)
         temperature = self.config.temperature if temperature is None else temperature
         max_tokens = max_tokens or self.config.max_tokens
         use_cache = self.cache is not None and self.config.cache and temperature == 0.0
@@ -330,6 +376,8 @@ class BaseChatModel:
                     break
                 except (ValidationError, ValueError) as exc:
                     error = _short_error(exc)
+                    if completion.finish_reason == "length":  # say so, to the model and in the error
+                        error = f"the reply was cut at max_tokens={max_tokens} before it was complete ({error})"
                     log.debug("invalid %s reply (attempt %d): %s", schema.__name__, attempt, error)
                     invalid.append(completion.text)
                     errors.append(error)
@@ -337,19 +385,24 @@ class BaseChatModel:
                     # retry shows the model its reply and the validation error instead.
                     convo = list(messages) + [assistant(completion.text), user(RETRY_NOTE.format(error=error))]
             else:
+                if completion.finish_reason == "length":
+                    raise ReplyTruncatedError(schema.__name__, invalid, errors, usage, max_tokens)
                 raise StructuredOutputError(schema.__name__, invalid, errors, usage)
 
         reply = ChatReply(
             text=completion.text, parsed=parsed, usage=usage,
             latency_s=time.perf_counter() - start, model=self.model_name,
             attempts=len(invalid) + 1, invalid_replies=invalid,
-            top_logprobs=completion.top_logprobs,
+            top_logprobs=completion.top_logprobs, finish_reason=completion.finish_reason,
         )
+        if reply.truncated:
+            log.info("%s: reply cut at max_tokens=%d (finish_reason=length)", self.model_name, max_tokens)
         if key is not None:
             self.cache.set(key, {
                 "text": reply.text, "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens, "attempts": reply.attempts,
                 "invalid_replies": invalid, "top_logprobs": reply.top_logprobs,
+                "finish_reason": reply.finish_reason,
             })
         return reply
 
@@ -360,6 +413,7 @@ class BaseChatModel:
             usage=Usage(hit["prompt_tokens"], hit["completion_tokens"]),
             latency_s=0.0, model=self.model_name, cached=True, attempts=hit["attempts"],
             invalid_replies=hit["invalid_replies"], top_logprobs=hit.get("top_logprobs"),
+            finish_reason=hit.get("finish_reason"),
         )
 
     async def aclose(self) -> None:

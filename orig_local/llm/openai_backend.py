@@ -23,7 +23,12 @@ How a pydantic schema is sent (``ChatConfig.structured_mode``):
 In every mode the reply is validated by :class:`~orig_local.llm.base.BaseChatModel` with a
 bounded retry. Connection errors, HTTP 5xx and 429 are retried ``connect_retries`` times with
 exponential backoff and jitter, then raise :class:`ChatConnectionError`; any other HTTP error
-raises :class:`ChatError` with the server's message.
+raises :class:`ChatError` with the server's message. A reply cut at ``max_tokens``
+(``finish_reason: length``) is recorded on the reply; a cut structured reply raises
+:class:`~orig_local.llm.base.ReplyTruncatedError` instead of a JSON parse error.
+
+Server and key: ``base_url`` defaults to ``$OPENAI_BASE_URL`` (else a local vLLM), the key to
+``$OPENAI_API_KEY`` (``api_key_env`` names another variable); the key is never saved.
 """
 
 from __future__ import annotations
@@ -169,7 +174,7 @@ class OpenAIChatModel(BaseChatModel):
                 httpx.AsyncClient(
                     base_url=self.base_url, timeout=timeout, transport=self._transport,
                     limits=httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client),
-                    headers={"Authorization": f"Bearer {self.config.api_key}"},
+                    headers={"Authorization": f"Bearer {self.config.resolved_api_key()}"},
                     # proxy variables apply to remote APIs, never to a server on this machine
                     trust_env=not _is_local(self.base_url),
                 )
@@ -230,8 +235,6 @@ class OpenAIChatModel(BaseChatModel):
             raise ChatError(f"unexpected chat reply from {self.base_url}: {str(data)[:300]}") from exc
         if text is None:
             raise ChatError(f"the server returned no text (finish_reason={choice.get('finish_reason')!r})")
-        if choice.get("finish_reason") == "length":
-            log.debug("reply cut at max_tokens=%d", max_tokens)
         usage = data.get("usage") or {}
         if not usage:
             log.warning("%s returned no token usage; recording 0", self.base_url)
@@ -239,6 +242,7 @@ class OpenAIChatModel(BaseChatModel):
             text=text,
             usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
             top_logprobs=parse_top_logprobs(choice) if logprobs else None,
+            finish_reason=choice.get("finish_reason"),
         )
 
     async def aclose(self) -> None:

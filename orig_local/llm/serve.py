@@ -11,11 +11,12 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Sequence
 
 from orig_local.errors import OrigError
 
 from orig_local.llm.local_server import ServerProcess
-from orig_local.presets import Preset, load_preset
+from orig_local.presets import Preset, ServeSpec, load_preset
 
 INSTALL_HINT = (
     "vLLM is not installed (or not found). Install it in its own environment, because its wheels "
@@ -44,15 +45,27 @@ def find_vllm(explicit: str | None = None) -> str:
     return found
 
 
-def vllm_command(preset: Preset, *, vllm_bin: str = "vllm", host: str = "127.0.0.1", port: int = 8000) -> list[str]:
-    """``vllm serve`` argv for a chat preset (flags from its ``serve`` section)."""
+def hub_preset(model: str, revision: str | None = None) -> Preset:
+    """A chat preset for a model given by hub id (or folder) alone: the default serve flags."""
+    return Preset(name=model, hf_id=model, revision=revision, role=["backbone", "judge"], serve=ServeSpec(),
+                  notes="hub id without a preset: default serve flags")
+
+
+def vllm_command(preset: Preset, *, vllm_bin: str = "vllm", host: str = "127.0.0.1", port: int = 8000,
+                 extra_args: Sequence[str] = ()) -> list[str]:
+    """``vllm serve`` argv for a chat preset (flags from its ``serve`` section).
+
+    ``extra_args`` (``orig serve ... -- <flags>``) come last: vLLM's parser keeps the last value
+    of a repeated flag, so they override the preset's."""
     spec = preset.serve
     if spec is None:
         raise ValueError(f"preset {preset.name!r} has no `serve` section (not a chat model?)")
     cmd = [
         vllm_bin, "serve", preset.path,
         "--host", host, "--port", str(port),
-        "--dtype", spec.dtype,
+        # the preset's dtype unless the serve section says otherwise: vLLM's own choice would
+        # turn the float32 tiny models into bf16
+        "--dtype", spec.dtype or preset.dtype,
         "--tensor-parallel-size", str(spec.tensor_parallel_size),
         "--max-model-len", str(spec.max_model_len),
         "--gpu-memory-utilization", f"{spec.gpu_memory_utilization:g}",
@@ -61,9 +74,13 @@ def vllm_command(preset: Preset, *, vllm_bin: str = "vllm", host: str = "127.0.0
     if spec.mm_processor_kwargs:
         cmd += ["--mm-processor-kwargs", json.dumps(spec.mm_processor_kwargs, separators=(",", ":"))]
     cmd.append("--enable-prefix-caching" if spec.enable_prefix_caching else "--no-enable-prefix-caching")
+    if spec.structured_outputs:
+        cmd += ["--structured-outputs-config", json.dumps(spec.structured_outputs, separators=(",", ":"))]
+    if preset.revision and not preset.is_tiny:
+        cmd += ["--revision", preset.revision]
     if spec.served_model_name:
         cmd += ["--served-model-name", spec.served_model_name]
-    return cmd + list(spec.extra_args)
+    return cmd + list(spec.extra_args) + list(extra_args)
 
 
 def served_model_name(preset: Preset) -> str:
@@ -79,9 +96,21 @@ def vllm_server(
     port: int = 8000,
     startup_timeout_s: float = 1800.0,  # first start downloads and compiles: minutes for 72B
     log_path: str | Path | None = None,
+    extra_args: Sequence[str] = (),
+    api_key: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> ServerProcess:
-    """A (not yet started) vLLM server for ``preset_name``."""
+    """A (not yet started) vLLM server for ``preset_name``. ``api_key`` reaches vLLM as
+    ``$VLLM_API_KEY``, never on its command line (``ps`` and vLLM's start-up log show that)."""
     preset = load_preset(preset_name)
-    command = vllm_command(preset, vllm_bin=find_vllm(vllm_bin), host=host, port=port)
+    command = vllm_command(preset, vllm_bin=find_vllm(vllm_bin), host=host, port=port, extra_args=extra_args)
     return ServerProcess(command, host=host, port=port, model=served_model_name(preset),
-                         startup_timeout_s=startup_timeout_s, log_path=log_path)
+                         startup_timeout_s=startup_timeout_s, log_path=log_path,
+                         env=server_env(api_key, env))
+
+
+def server_env(api_key: str | None, base: dict[str, str] | None = None) -> dict[str, str] | None:
+    """The server's environment: ``base`` (default: ours) plus ``VLLM_API_KEY`` when a key is set."""
+    if api_key is None:
+        return base
+    return {**(base if base is not None else os.environ), "VLLM_API_KEY": api_key}

@@ -77,18 +77,19 @@ class TransformersChatModel(BaseChatModel):
         torch = require("torch", "local")
         transformers = require("transformers", "local")
         _build_tiny_if_missing(config.model)
+        from orig_local.presets import hub_access
+
         self.device = pick_device(config.device)
         self.dtype = pick_dtype(config.dtype, self.device)
-        from orig_local.loaderrors import loading
-
-        with loading(config.model):  # not cached offline: one line saying how to get it
-            self.processor = transformers.AutoProcessor.from_pretrained(config.model)
+        hub: dict[str, Any] = {"revision": config.revision} if config.revision else {}
+        with hub_access(config.model, config.revision):  # gated / not cached -> one clear line
+            self.processor = transformers.AutoProcessor.from_pretrained(config.model, **hub)
         if config.max_pixels is not None:
             _cap_pixels(self.processor, config.max_pixels)
-        load_kwargs: dict[str, Any] = {"dtype": self.dtype}
+        load_kwargs: dict[str, Any] = {"dtype": self.dtype, **hub}
         if config.device == "auto" and self.device == "cuda" and torch.cuda.device_count() > 1:
             load_kwargs["device_map"] = "auto"  # spread a large model over all visible GPUs
-        with loading(config.model):
+        with hub_access(config.model, config.revision):
             self.model = transformers.AutoModelForImageTextToText.from_pretrained(config.model, **load_kwargs)
         if "device_map" not in load_kwargs:
             self.model.to(self.device)
@@ -134,7 +135,11 @@ class TransformersChatModel(BaseChatModel):
         completion_ids = _until_eos(new_ids, self.model.generation_config.eos_token_id)
         text = self.tokenizer.decode(completion_ids, skip_special_tokens=True).strip()
         top = _first_token_top(out.logits[0][0], logprobs, self.tokenizer) if logprobs and out.logits else None
-        return Completion(text=text, usage=Usage(prompt_len, len(completion_ids)), top_logprobs=top)
+        # no end-of-sequence within max_new_tokens: cut, as a server reports finish_reason=length
+        cut = len(completion_ids) >= max_tokens and not _ends_with_eos(
+            completion_ids, self.model.generation_config.eos_token_id)
+        return Completion(text=text, usage=Usage(prompt_len, len(completion_ids)), top_logprobs=top,
+                          finish_reason="length" if cut else "stop")
 
     async def aclose(self) -> None:
         model = self.__dict__.pop("model", None)
@@ -171,13 +176,18 @@ def _until_eos(ids: list[int], eos) -> list[int]:
     return ids
 
 
+def _ends_with_eos(ids: list[int], eos) -> bool:
+    eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos] if eos is not None else [])
+    return bool(ids) and ids[-1] in eos_ids
+
+
 def _first_token_top(logits, k: int, tokenizer) -> dict[str, float]:
     import torch
 
     logp = torch.log_softmax(logits.float(), dim=-1)
     values, ids = torch.topk(logp, k)
     top: dict[str, float] = {}
-    for v, i in zip(values.tolist(), ids.tolist()):
+    for v, i in zip(values.tolist(), ids.tolist(), strict=True):
         top.setdefault(tokenizer.decode([i]), v)  # two ids can decode alike: keep the likelier
     return top
 
