@@ -30,14 +30,34 @@ from orig_local.paths import orig_home
 from orig_local.retrieval.config import RetrievalConfig
 
 
-def _default_judge() -> ChatConfig:
+# Defaults of the chat sections that differ from ChatConfig's own. Settings given for a section
+# are merged into these (``-s judge.base_url=...`` keeps the judge's preset, temperature and
+# max_tokens); naming a ``model`` without a ``preset`` drops the default preset.
+CHAT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "backbone": {"preset": "qwen2.5-vl-7b"},
     # Paper §4: the judge is a VLM; our default is the open Qwen2.5-VL-72B at temperature 0.
-    return ChatConfig(preset="qwen2.5-vl-72b", temperature=0.0, max_tokens=16)
+    "judge": {"preset": "qwen2.5-vl-72b", "temperature": 0.0, "max_tokens": 16},
+}
+
+
+def _with_chat_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    for section, defaults in CHAT_DEFAULTS.items():
+        given = data.get(section)
+        if given is None:
+            continue
+        if not isinstance(given, dict):
+            raise ConfigError(f"{section}: expected a mapping of settings, got {given!r}")
+        merged = {**defaults, **given}
+        if "model" in given and "preset" not in given:
+            merged.pop("preset")
+        data[section] = merged
+    return data
 
 
 class Config(StrictModel):
-    backbone: ChatConfig = Field(default_factory=lambda: ChatConfig(preset="qwen2.5-vl-7b"))
-    judge: ChatConfig = Field(default_factory=_default_judge)
+    backbone: ChatConfig = Field(default_factory=lambda: ChatConfig(**CHAT_DEFAULTS["backbone"]))
+    judge: ChatConfig = Field(default_factory=lambda: ChatConfig(**CHAT_DEFAULTS["judge"]))
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
@@ -75,7 +95,7 @@ def load_config(
         if not p.exists() and not p.suffix:
             p = CONFIGS_DIR / f"{path}.yaml"
         data = deep_merge(data, read_yaml(p))
-    data = apply_overrides(data, overrides or [])
+    data = _with_chat_defaults(apply_overrides(data, overrides or []))
     try:
         return Config(**data)
     except ValidationError as exc:

@@ -54,3 +54,17 @@ def test_tiny_refs_resolve_and_build_on_demand(tmp_path, monkeypatch):
     spec = load_preset("tiny-clip").open_clip.model_name
     assert resolve_model_path(spec, build=True) == f"local-dir:{tmp_path / 'clip'}"
     assert (tmp_path / "clip" / ".complete").exists()
+
+
+def test_one_chat_setting_keeps_the_sections_other_defaults():
+    """`-s judge.base_url=...` points the default judge at a server; it must not silently drop
+    the judge's preset, temperature or max_tokens (a judge that writes 1,024 tokens of prose)."""
+    from orig_local.config import load_config
+
+    cfg = load_config(overrides=["judge.base_url=http://127.0.0.1:1/v1"])
+    assert (cfg.judge.preset, cfg.judge.temperature, cfg.judge.max_tokens) == ("qwen2.5-vl-72b", 0.0, 16)
+    assert cfg.judge.base_url == "http://127.0.0.1:1/v1"
+    assert load_config(overrides=["backbone.max_tokens=99"]).backbone.preset == "qwen2.5-vl-7b"
+    # a model by hub id replaces the default preset (it is another model), keeps the rest
+    cfg = load_config(overrides=["judge.model=org/other-judge"])
+    assert cfg.judge.preset is None and cfg.judge.model == "org/other-judge" and cfg.judge.max_tokens == 16
