@@ -9,6 +9,7 @@ and a process that exits gives back all the GPU memory its model held — no rel
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from orig_local.study.plan import Plan, RunSpec
 
@@ -46,7 +47,7 @@ def eval_command(plan: Plan, run: RunSpec, phase: str, *, server_url: str | None
     """``orig eval`` for one phase of one run. ``server_url``: the base URL of the server this
     phase talks to (the backbone for ``agent``, the judge for ``judge``/``retrieval``)."""
     cmd = _orig() + ["--quiet", "eval", "--out", str(plan.run_dir(run)), "--phase", phase,
-                     "--benchmark", plan.benchmark, "--data", plan.data,
+                     "--benchmark", plan.benchmark, "--data", str(Path(plan.data).expanduser()),
                      "--condition", run.condition, "--generator", run.generator,
                      "--judge", plan.judge.preset, "--label", run.label]
     if run.uses_backbone:

@@ -123,7 +123,7 @@ class StudyRunner:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in self.plan.gpus.devices)
         return env
 
-    def run_command(self, cmd: list[str], log_path: Path) -> int:
+    def run_command(self, cmd: list[str], log_path: Path, **event) -> int:
         from orig_local.study.guard import set_parent_death_signal
 
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,6 +134,8 @@ class StudyRunner:
             # (SIGINT, then SIGTERM, then SIGKILL) before it stops the server.
             self.child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.phase_env(),
                                           start_new_session=True, preexec_fn=set_parent_death_signal)
+            if event:
+                self.events.write(event.pop("event"), child_pid=self.child.pid, **event)
             try:
                 return self.child.wait()
             finally:
@@ -156,9 +158,9 @@ class StudyRunner:
         cmd = eval_command(self.plan, run, phase, server_url=url, retry_failed=self.retry_failed)
         log_path = self.logs / f"{run.label}.{phase}.log"
         self.echo(f"    {phase:<9} {run.label} ...")
-        self.events.write("phase_start", run=run.label, phase=phase, todo=step.todo, command=cmd)
         started = time.monotonic()
-        rc = self.run_command(cmd, log_path)
+        rc = self.run_command(cmd, log_path, event="phase_start", run=run.label, phase=phase, todo=step.todo,
+                              command=cmd)
         seconds = round(time.monotonic() - started, 1)
         self.events.write("phase_end", run=run.label, phase=phase, rc=rc, seconds=seconds)
         if rc == EXIT_OK:

@@ -47,10 +47,13 @@ class PhaseCounts:
 
 def select_ids(plan: Plan) -> list[str]:
     """The item ids every run covers: the same selection `orig eval` makes from the same flags."""
+    from orig_local.errors import DataError
     from orig_local.evaluation.loaders import load_benchmark
     from orig_local.evaluation.runner import select_items
 
-    items = load_benchmark(plan.benchmark, plan.data, classes=plan.classes, include_others=plan.include_others)
+    if not Path(plan.data).expanduser().exists():
+        raise DataError(f"the plan's data {plan.data!r} does not exist", hint="set `data:` to the benchmark folder/file")
+    items = load_benchmark(plan.benchmark, str(Path(plan.data).expanduser()), classes=plan.classes, include_others=plan.include_others)
     return [it.id for it in select_items(items, ids=plan.ids, limit=plan.limit)]
 
 
