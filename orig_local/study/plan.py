@@ -130,6 +130,9 @@ class Plan(StrictModel):
     grid: Grid | None = None
     judge: JudgeSpec = Field(default_factory=JudgeSpec)
     retrieval_accuracy: bool = True  # judge gold facts against the evidence (Eq. 12) for orig*
+    # Runs that differ only in the generator share one agent phase (same prompts, references
+    # and evidence for every generator, as in the paper's Table 3); false: one agent phase each.
+    share_agent: bool = True
 
     # --- config shared by every run
     config: list[str] = Field(default_factory=list)  # config files / packaged names (-c)

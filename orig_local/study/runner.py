@@ -176,6 +176,18 @@ class StudyRunner:
             self.failures.append(f"{run.label}/{phase}: {why}")
             self.echo(f"    {phase:<9} {run.label}: FAILED ({why}); log {log_path}:\n{_tail(log_path)}")
 
+    def copy_agent(self, step: Step) -> None:
+        from orig_local.study.share import copy_agent_rows
+
+        run, source = step.run, step.source
+        if source.label in self.blocked:
+            self.blocked[run.label] = f"shares the agent phase of {source.label}, which failed"
+            self.echo(f"    skip agent of {run.label}: {self.blocked[run.label]}")
+            return
+        counts = copy_agent_rows(self.plan.run_dir(source), self.plan.run_dir(run), self.ids, self.retry_failed)
+        self.events.write("agent_copied", run=run.label, source=source.label, **counts)
+        self.echo(f"    agent     {run.label}: {counts['copied']} row(s) shared from {source.label}")
+
     def start_server(self, step: Step) -> None:
         self.echo(f"start {step.role} server {step.model} ...")
         server = StudyServer(self.plan, step.model, step.role, self.logs / f"server-{step.role}-{step.model}.log")
@@ -236,6 +248,8 @@ class StudyRunner:
                     self.stop_server()
                 elif step.kind == "phase":
                     self.run_phase(step)
+                elif step.kind == "copy":
+                    self.copy_agent(step)
                 else:
                     self.report()
         except StudyInterrupted as exc:

@@ -25,18 +25,21 @@ from orig_local.study.status import PhaseCounts
 
 @dataclass
 class Step:
-    kind: str  # "server" (start) | "stop" | "phase" | "report"
+    kind: str  # "server" (start) | "stop" | "phase" | "copy" (agent rows from `source`) | "report"
     role: str | None = None  # backbone | judge (servers)
     model: str | None = None  # preset of the server / generator of a generate phase
     run: RunSpec | None = None
     phase: str | None = None
     todo: int = 0  # items the phase has left (pending, + failed with retry) when scheduled
+    source: RunSpec | None = None  # copy: the run whose agent rows are shared
 
     def describe(self) -> str:
         if self.kind == "server":
             return f"start {self.role} server  {self.model}"
         if self.kind == "stop":
             return f"stop {self.role} server   {self.model}"
+        if self.kind == "copy":
+            return f"{'agent':<9} {self.run.label}  (shared: rows copied from {self.source.label})"
         if self.kind == "report":
             return "report                  every run side by side"
         what = f"{self.phase:<9} {self.run.label}"
@@ -54,19 +57,38 @@ def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_
                 todo[(run.label, phase)] = n
                 upstream = True
 
+    from orig_local.study.share import agent_sources
+
+    sources = agent_sources(plan)
+    by_label = {r.label: r for r in plan.runs}
+    # A run sharing another's agent phase: its copy is due when it lacks rows or the source
+    # runs again (new rows to take).
+    copies = [r for r in plan.runs if sources[r.label] != r.label
+              and ((r.label, "agent") in todo or (sources[r.label], "agent") in todo)]
+
     def phase_steps(runs: list[RunSpec], phase: str) -> list[Step]:
-        return [Step("phase", run=r, phase=phase, todo=todo[(r.label, phase)],
-                     model=r.generator if phase == "generate" else None)
-                for r in runs if (r.label, phase) in todo]
+        out = []
+        for r in runs:
+            if phase == "agent" and sources[r.label] != r.label:
+                continue  # a copy step, placed after its source below
+            if (r.label, phase) in todo:
+                out.append(Step("phase", run=r, phase=phase, todo=todo[(r.label, phase)],
+                                model=r.generator if phase == "generate" else None))
+            if phase == "agent":
+                out += [Step("copy", run=c, phase="agent", source=r) for c in copies if sources[c.label] == r.label]
+        return out
 
     steps: list[Step] = []
     # 1-2. agent phases, one backbone server at a time
     steps += phase_steps([r for r in plan.runs if not r.uses_backbone], "agent")
     for backbone in plan.backbones():
-        work = phase_steps([r for r in plan.runs if r.uses_backbone and r.backbone == backbone], "agent")
-        if work:
+        group = [r for r in plan.runs if r.uses_backbone and r.backbone == backbone]
+        work = phase_steps(group, "agent")
+        if any(s.kind == "phase" for s in work):
             steps += ([Step("server", role="backbone", model=backbone)] if plan.serve else []) + work
             steps += [Step("stop", role="backbone", model=backbone)] if plan.serve else []
+        else:
+            steps += work  # only copies: no server needed
     # 3. generation grouped by generator
     for generator in plan.generators():
         steps += phase_steps([r for r in plan.runs if r.generator == generator], "generate")
