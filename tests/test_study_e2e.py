@@ -19,10 +19,15 @@ REPO = Path(__file__).resolve().parents[1]
 STANDIN = Path(__file__).with_name("study_vllm_standin.py")
 
 
+BROKEN = "broken"  # a run whose generator fails on every item (an argument the pipeline refuses)
+
+
 def _plan(tmp: Path, **changes) -> Path:
     data = yaml.safe_load((REPO / "studies" / "tiny.yaml").read_text())
     data["data"] = str(REPO / "orig_local" / "evaluation" / "data" / "mini.jsonl")
     data["out"] = str(tmp / "study")
+    data["runs"] = [{"label": BROKEN, "condition": "direct", "generator": "tiny-qwen-image",
+                     "set": ["generator.call_kwargs={bogus_argument: 1}"]}]
     data.update(changes)
     path = tmp / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -97,9 +102,11 @@ def _results(out: Path) -> dict:
                 if phase == "agent":
                     results[key] = (row["final_prompt"], row.get("error"))
                 elif phase == "generate":
-                    results[key] = (hashlib.sha256((run / row["image"]).read_bytes()).hexdigest(), row.get("error"))
+                    image = row.get("image") and hashlib.sha256((run / row["image"]).read_bytes()).hexdigest()
+                    results[key] = (image, row.get("error"))
                 else:
-                    results[key] = (row["score"], [(v["qid"], v["answer"], v["error"]) for v in row["verdicts"]])
+                    results[key] = (row.get("score"), row.get("error"),
+                                    [(v["qid"], v["answer"], v["error"]) for v in row.get("verdicts") or []])
     return results
 
 
@@ -116,15 +123,26 @@ def finished_study(tmp_path_factory):
     return tmp, proc.returncode, out, err
 
 
+def _failed(run_dir: Path) -> int:
+    from orig_local.study.status import row_state
+
+    return sum(row_state(r) == "failed" for p in ("agent", "generate", "judge") for r in _lines(run_dir / f"{p}.jsonl"))
+
+
 def test_study_runs_every_phase_once_per_model_and_nothing_is_left_running(finished_study):
     tmp, rc, out, err = finished_study
-    assert rc == 0, out + err
     study = tmp / "study"
-    for run in RUNS:  # every phase of every run has a row per selected item
+    for run in RUNS + [BROKEN]:  # every phase of every run has a row per selected item
         for phase in ("agent", "generate", "judge"):
             ids = [r["id"] for r in _lines(study / run / f"{phase}.jsonl")]
             assert sorted(ids) == ["mini_animal", "mini_landmark"], (run, phase)
         assert json.loads((study / run / "run.json").read_text())["label"] == run
+    # honest: the broken run's items failed, the study says so (exit 1, marked in its report)
+    assert _failed(study / BROKEN) == 4
+    assert rc == (1 if any(_failed(study / r) for r in RUNS + [BROKEN]) else 0) == 1, out + err
+    page = (study / "report" / "study.md").read_text()
+    assert "**Runs with failed items**" in page and page.split("**Runs with failed items**")[1].split("\n")[0].endswith(BROKEN)
+    assert f"| {BROKEN} |" in page and "FAILED ITEMS |" in page.split(f"| {BROKEN} |")[1].splitlines()[0]
     # each model loaded once: one server start per backbone and one for the judge, in that order
     starts = [Path(r["model"]).name for r in _lines(tmp / "standin.jsonl")]
     assert starts == ["qwen2_5_vl", "judge", "judge"]
@@ -136,18 +154,23 @@ def test_study_runs_every_phase_once_per_model_and_nothing_is_left_running(finis
              if e["event"] in ("server_start", "server_stop", "phase_start")]
     assert order.index(("phase_start", "agent", RUNS[1])) < order.index(("server_stop", "tiny-qwen2.5-vl", None))
     gen = [i for i, o in enumerate(order) if o[1] == "generate"]
-    assert len(gen) == 3 and gen == list(range(gen[0], gen[0] + 3))  # consecutive, no server up
+    assert len(gen) == 4 and gen == list(range(gen[0], gen[0] + 4))  # consecutive, no server up
     assert order[gen[0] - 1][0] == "server_stop" and order[gen[-1] + 1] == ("server_start", "tiny-judge", None)
-    # the report has every run side by side, and the study page says all finished
+    # the broken run differs from the direct run only in its generator: one agent phase for both
+    pair = {RUNS[0], BROKEN}
+    copied = [(e["run"], e["source"]) for e in events if e["event"] == "agent_copied"]
+    assert len(copied) == 1 and set(copied[0]) == pair and copied[0][0] != copied[0][1]
+    assert [e["run"] for e in events if e["event"] == "phase_start" and e["phase"] == "agent" and e["run"] in pair] \
+        == [copied[0][1]]
+    # the report has every run side by side
     accuracy = (study / "report" / "accuracy.md").read_text()
     assert all(run in accuracy for run in RUNS)
-    assert "Every phase of every run finished" in (study / "report" / "study.md").read_text()
     _assert_nothing_left(tmp)
 
 
 def test_study_rerun_skips_finished_work_and_status_reads_the_run_folders(finished_study):
     tmp, rc, _, _ = finished_study
-    assert rc == 0
+    assert rc == 1
     before = _results(tmp / "study")
     n_starts = len(_lines(tmp / "standin.jsonl"))
     proc = _study(tmp, "--dry-run", str(tmp / "plan.yaml"))
@@ -157,15 +180,17 @@ def test_study_rerun_skips_finished_work_and_status_reads_the_run_folders(finish
     assert "none (nothing left to do)" in out
     proc = _study(tmp, str(tmp / "plan.yaml"))
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, out + err
+    assert proc.returncode == 1, out + err  # the broken run's failed items are still failed
     assert len(_lines(tmp / "standin.jsonl")) == n_starts  # no model loaded again
     assert _results(tmp / "study") == before
     proc = _study(tmp, "status", str(tmp / "plan.yaml"))
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 1, err
     for run in RUNS:
         line = next(x for x in out.splitlines() if x.startswith(run + " "))
         assert line.split()[4:7] == ["2/0/0", "2/0/0", "2/0/0"] and line.rstrip().endswith("done")
+    line = next(x for x in out.splitlines() if x.startswith(BROKEN + " "))
+    assert line.split()[4:7] == ["2/0/0", "0/2/0", "0/2/0"] and line.rstrip().endswith("FAILED ITEMS")
 
 
 def test_failing_server_stops_the_study_with_one_line_and_leaves_nothing_running(tmp_path):
@@ -179,7 +204,7 @@ def test_failing_server_stops_the_study_with_one_line_and_leaves_nothing_running
     # it stopped at the first server: no later phase ran, no other server was tried
     assert len(_lines(tmp_path / "standin.jsonl")) == 1
     phases = [(e["run"], e["phase"]) for e in _lines(tmp_path / "study" / "study.jsonl") if e["event"] == "phase_start"]
-    assert phases == [(RUNS[0], "agent")]
+    assert phases == [(BROKEN, "agent")]  # the direct agent phase (shared), before any server
     _assert_nothing_left(tmp_path)
 
 
@@ -204,7 +229,7 @@ def test_study_killed_midway_resumes_to_the_same_results(tmp_path, finished_stud
     its server and phase die with it (parent-death signal), and a rerun finishes with the
     same rows as the uninterrupted study, without loading the first backbone again."""
     full_tmp, rc, _, _ = finished_study
-    assert rc == 0
+    assert rc == 1
     proc = _study(tmp_path, str(_plan(tmp_path)))
     events = tmp_path / "study" / "study.jsonl"
     deadline = time.monotonic() + 300
@@ -218,7 +243,7 @@ def test_study_killed_midway_resumes_to_the_same_results(tmp_path, finished_stud
     agent_done = len(_lines(tmp_path / "study" / RUNS[2] / "agent.jsonl")) == 2
     proc = _study(tmp_path, str(_plan(tmp_path)))
     out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, out + err
+    assert proc.returncode == 1, out + err  # as the uninterrupted study: the broken run failed
     restarted = [Path(r["model"]).name for r in _lines(tmp_path / "standin.jsonl")][n_before:]
     # the first backbone's work was done: not loaded again; the second only if its phase was cut
     assert restarted == (["judge"] if agent_done else ["judge", "judge"])

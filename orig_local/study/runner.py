@@ -298,8 +298,8 @@ def write_status_page(plan: Plan, status, path: Path) -> Path:
     incomplete = [r.label for r in plan.runs if r.label not in failed
                   and not all(c.complete for c in status[r.label].values())]
     if failed:
-        lines += [f"**Runs with failed items** (their scores leave those items out or count them "
-                  f"as the judge_errors setting says): {', '.join(failed)}", ""]
+        lines += [f"**Runs with failed items** (their scores rest on fewer items; see the table, and "
+                  f"rerun with --retry-failed to redo them): {', '.join(failed)}", ""]
     if incomplete:
         lines += [f"**Runs not finished**: {', '.join(incomplete)}", ""]
     if not failed and not incomplete:
