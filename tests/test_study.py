@@ -311,3 +311,21 @@ def test_copy_agent_rows_copies_the_files_then_the_row_and_resumes(tmp_path):
     assert copy_agent_rows(src, dst, ["a", "b"], retry_failed=True) == {"copied": 0, "replaced": 1}
     got = {r["id"]: r for r in map(json.loads, (dst / "agent.jsonl").read_text().splitlines())}
     assert got["b"]["error"] is None
+
+
+def test_load_plan_resolves_every_runs_config(tmp_path):
+    path = tmp_path / "p.yaml"
+    base = {"out": "o", "benchmark": "jsonl", "data": MINI, "generator": "tiny-qwen-image", "config": ["offline"],
+            "judge": {"preset": "tiny-judge"}, "runs": [{"label": "r1", "condition": "direct"}]}
+    path.write_text(yaml.safe_dump({**base, "set": ["agent.max_round=2"]}))
+    with pytest.raises(ConfigError, match="run r1: .*max_round"):
+        load_plan(path)
+    path.write_text(yaml.safe_dump({**base, "runs": [{"label": "r2", "condition": "direct", "set": ["eval.bootstrap=-1"]}]}))
+    with pytest.raises(ConfigError, match="run r2: .*bootstrap"):
+        load_plan(path)
+    path.write_text(yaml.safe_dump({**base, "grid": {"condition": ["orig"], "backbone": ["tiny-qwen2.5-vl"],
+                                                     "agent": [{"refinement": "maybe"}]}}))
+    with pytest.raises(ConfigError, match="grid.agent: refinement: Input should be a valid boolean"):
+        load_plan(path)
+    path.write_text(yaml.safe_dump(base))
+    assert [r.label for r in load_plan(path).runs] == ["r1"]

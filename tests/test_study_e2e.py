@@ -28,6 +28,7 @@ def _plan(tmp: Path, **changes) -> Path:
     data["out"] = str(tmp / "study")
     data["runs"] = [{"label": BROKEN, "condition": "direct", "generator": "tiny-qwen-image",
                      "set": ["generator.call_kwargs={bogus_argument: 1}"]}]
+    data["gpus"] = {"devices": [3, 5], "server_gpus": 1}  # servers get the first one only
     data.update(changes)
     path = tmp / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -146,6 +147,7 @@ def test_study_runs_every_phase_once_per_model_and_nothing_is_left_running(finis
     # each model loaded once: one server start per backbone and one for the judge, in that order
     starts = [Path(r["model"]).name for r in _lines(tmp / "standin.jsonl")]
     assert starts == ["qwen2_5_vl", "judge", "judge"]
+    assert {r["cuda_visible_devices"] for r in _lines(tmp / "standin.jsonl")} == {"3"}
     events = _lines(study / "study.jsonl")
     assert [(e["role"], e["model"]) for e in events if e["event"] == "server_start"] == [
         ("backbone", "tiny-qwen2.5-vl"), ("backbone", "tiny-judge"), ("judge", "tiny-judge")]

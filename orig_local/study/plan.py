@@ -48,6 +48,12 @@ class RunSpec(StrictModel):
         if unknown:
             raise ValueError(f"unknown agent switch(es) {', '.join(unknown)}; "
                              f"known: {', '.join(sorted(_agent_switches()))}")
+        from orig_local.agent.config import AgentConfig
+
+        try:  # the values too: a bad one must fail here, not hours later in a phase
+            AgentConfig(**value)
+        except ValidationError as exc:
+            raise ValueError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
         return value
 
     @property
@@ -80,6 +86,20 @@ class Grid(StrictModel):
     generator: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
     fixed_rounds: list[int | None] = Field(default_factory=lambda: [None], min_length=1)
     agent: list[dict[str, Any]] = Field(default_factory=lambda: [{}], min_length=1)  # switch sets
+
+    @field_validator("agent")
+    @classmethod
+    def _known_switches(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for switches in value:
+            RunSpec._known_switches(switches)
+        return value
+
+    @field_validator("fixed_rounds")
+    @classmethod
+    def _rounds(cls, value: list[int | None]) -> list[int | None]:
+        if any(v is not None and not 1 <= v <= 10 for v in value):
+            raise ValueError("fixed_rounds must be between 1 and 10 (or null: adaptive)")
+        return value
 
     def expand(self) -> list[RunSpec]:
         runs, seen = [], set()
@@ -275,6 +295,16 @@ def check_presets(plan: Plan, source: str = "plan") -> None:
                 raise ConfigError(
                     f"{source}: {name} is served with tensor_parallel_size={tp} but the plan gives servers "
                     f"{avail} GPU(s); set gpus.tensor_parallel.{name} or gpus.server_gpus")
+    # Each run's config resolves (config files, -s overrides, switches): a typo fails now,
+    # with the run named, not hours later in a phase.
+    from orig_local.config import load_config
+    from orig_local.study.commands import run_overrides
+
+    for run in plan.runs:
+        try:
+            load_config(list(plan.config), run_overrides(plan, run))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: run {run.label}: {' '.join(str(exc).split())}") from None
     unknown_tp = sorted(set(plan.gpus.tensor_parallel) - set(chat))
     if unknown_tp:
         raise ConfigError(f"{source}: gpus.tensor_parallel names presets no run serves: {', '.join(unknown_tp)}")
