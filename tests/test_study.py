@@ -329,3 +329,16 @@ def test_load_plan_resolves_every_runs_config(tmp_path):
         load_plan(path)
     path.write_text(yaml.safe_dump(base))
     assert [r.label for r in load_plan(path).runs] == ["r1"]
+
+
+def test_dry_run_without_the_data_shows_the_whole_schedule(tmp_path, capsys):
+    from orig_local.cli import main
+
+    plan = _plan(tmp_path, data=str(tmp_path / "not-here"))
+    assert main(["study", str(_dump(plan, tmp_path)), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "x ? items" in out and "no data" in out and "start judge server" in out
+    # running it for real is refused with one line (exit 2), before any server starts
+    assert main(["study", str(_dump(plan, tmp_path))]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "study" / "logs").exists()

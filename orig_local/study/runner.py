@@ -314,6 +314,19 @@ def run_study(plan: Plan, *, retry_failed: bool = False, echo: Callable[[str], N
 
 
 def dry_run(plan: Plan, *, retry_failed: bool = False) -> str:
-    ids = select_ids(plan)
+    """The schedule, without running anything. Without the benchmark data at hand (planning on
+    another machine) every phase counts as pending and the item count as unknown."""
+    from orig_local.errors import DataError
+    from orig_local.study.status import PhaseCounts
+
+    try:
+        ids = select_ids(plan)
+    except DataError as exc:
+        status = {r.label: {p: PhaseCounts(pending=1) for p in plan.phases(r)} for r in plan.runs}
+        steps = build_schedule(plan, status, retry_failed)
+        for step in steps:
+            step.todo = 0
+        return (render_schedule(plan, steps, 0).replace(" x 0 item(s)", " x ? items")
+                + f"\n\n(no data: {exc.one_line()}; every phase is shown as pending)")
     steps = build_schedule(plan, study_status(plan, ids), retry_failed)
     return render_schedule(plan, steps, len(ids))

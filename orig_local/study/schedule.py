@@ -43,7 +43,7 @@ class Step:
         if self.kind == "report":
             return "report                  every run side by side"
         what = f"{self.phase:<9} {self.run.label}"
-        return f"{what}  ({self.todo} item(s) to do)" if self.todo else f"{what}  (items from the previous phase)"
+        return f"{what}  ({self.todo} item(s) to do)" if self.todo else what
 
 
 def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_failed: bool = False) -> list[Step]:
