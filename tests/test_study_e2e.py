@@ -210,14 +210,15 @@ def test_failing_server_stops_the_study_with_one_line_and_leaves_nothing_running
     _assert_nothing_left(tmp_path)
 
 
-def test_ctrl_c_stops_the_phase_and_the_server_and_exits_130(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_the_phase_and_the_server_and_exits_130(tmp_path, sig):
     proc = _study(tmp_path, str(_plan(tmp_path)))
     events = tmp_path / "study" / "study.jsonl"
     deadline = time.monotonic() + 120
     while not any(e["event"] == "server_ready" for e in _lines(events)):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, out + err
     assert "interrupted" in out

@@ -197,7 +197,9 @@ class StudyRunner:
         try:
             server.start()
         except BaseException as exc:
-            self.events.write("server_failed", role=step.role, model=step.model, error=str(exc).splitlines()[0])
+            if not isinstance(exc, StudyInterrupted):
+                self.events.write("server_failed", role=step.role, model=step.model,
+                                  error=(str(exc).splitlines() or [type(exc).__name__])[0])
             self.server = None
             raise
         self.events.write("server_ready", role=step.role, model=step.model, base_url=server.base_url,
