@@ -342,3 +342,23 @@ def test_dry_run_without_the_data_shows_the_whole_schedule(tmp_path, capsys):
     assert main(["study", str(_dump(plan, tmp_path))]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "study" / "logs").exists()
+
+
+def test_one_study_per_folder_and_status_says_what_it_is_doing(tmp_path, capsys):
+    from orig_local.cli import main
+    from orig_local.errors import UsageError
+    from orig_local.study.runner import StudyLock, running_study
+
+    plan = _plan(tmp_path)
+    path = _dump(plan, tmp_path)
+    assert running_study(plan.out_dir) is None
+    with StudyLock(plan.out_dir):
+        (plan.out_dir / "study.jsonl").write_text(json.dumps(
+            {"event": "phase_start", "run": "r", "phase": "generate", "at": "T"}) + "\n")
+        with pytest.raises(UsageError, match="another `orig study`"):
+            with StudyLock(plan.out_dir):
+                pass
+        assert running_study(plan.out_dir) == f"pid {__import__('os').getpid()}: generate of r since T"
+        main(["study", "status", str(path)])
+        assert "a study is running" in capsys.readouterr().out
+    assert running_study(plan.out_dir) is None

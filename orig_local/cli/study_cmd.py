@@ -29,6 +29,11 @@ def run(args) -> int:
         plan = load_plan(args.plan_file, out=args.out)
         status = study_status(plan, select_ids(plan))
         print(status_table(plan, status))
+        from orig_local.study.runner import running_study
+
+        busy = running_study(plan.out_dir)
+        if busy:
+            print(f"\na study is running on {plan.out_dir} ({busy})")
         complete = all(c.complete for st in status.values() for c in st.values())
         return 0 if complete else 1  # like the study itself: did everything finish?
     if args.plan_file:

@@ -89,6 +89,35 @@ class StudyLock:
             self.fd = None
 
 
+def running_study(out: Path) -> str | None:
+    """'pid N: <what it is doing>' when a study holds ``out``'s lock, else None."""
+    import fcntl
+
+    path = out / "study.lock"
+    if not path.is_file():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None  # nobody holds it
+    except BlockingIOError:
+        pid = path.read_text().strip() or "?"
+    finally:
+        os.close(fd)
+    doing = "starting"
+    events = out / "study.jsonl"
+    if events.is_file():
+        for line in reversed(events.read_text(encoding="utf-8").splitlines()):
+            row = json.loads(line) if line.strip() else {}
+            if row.get("event") == "phase_start":
+                doing = f"{row['phase']} of {row['run']} since {row['at']}"
+                break
+            if row.get("event") in ("server_start", "server_ready"):
+                doing = f"{row['role']} server {row['model']} ({row['event']} at {row['at']})"
+                break
+    return f"pid {pid}: {doing}"
+
+
 def stop_process_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
     """SIGINT (the phase writes its last row and exits), then SIGTERM, then SIGKILL."""
     for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
