@@ -362,3 +362,14 @@ def test_one_study_per_folder_and_status_says_what_it_is_doing(tmp_path, capsys)
         main(["study", "status", str(path)])
         assert "a study is running" in capsys.readouterr().out
     assert running_study(plan.out_dir) is None
+
+
+def test_missing_vllm_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    from orig_local.cli import main
+
+    monkeypatch.setenv("ORIG_VLLM_BIN", str(tmp_path / "no-vllm"))
+    plan = _plan(tmp_path)
+    assert main(["study", str(_dump(plan, tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert "the study needs vLLM servers" in err and "ORIG_VLLM_BIN" in err and len(err.strip().splitlines()) == 1
+    assert not any(p.is_dir() and (p / "agent.jsonl").exists() for p in (tmp_path / "study").iterdir())

@@ -268,6 +268,10 @@ class StudyRunner:
         if not self.ids:
             raise UsageError("the plan selects no benchmark items (check data, classes, ids, limit)")
         steps = build_schedule(self.plan, study_status(self.plan, self.ids), self.retry_failed)
+        if any(step.kind == "server" for step in steps):
+            from orig_local.study.servers import preflight
+
+            preflight(self.plan)
         self.echo(render_schedule(self.plan, steps, len(self.ids)) + "\n")
         self.events.write("study_start", plan=self.plan.name, steps=len(steps), runs=len(self.plan.runs))
         old = {s: signal.signal(s, _interrupt) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -43,6 +43,17 @@ def server_gpus(plan: Plan) -> str:
     return "GPUs " + ",".join(str(d) for d in plan.gpus.devices[:n])
 
 
+def preflight(plan: Plan) -> None:
+    """Before anything runs: the vLLM executable exists (not found hours in, at the judge)."""
+    from orig_local.llm.serve import VLLMNotFound, find_vllm
+
+    try:
+        find_vllm(plan.vllm_bin)
+    except VLLMNotFound as exc:
+        raise PreflightError(f"the study needs vLLM servers: {str(exc).splitlines()[0]}",
+                             hint="install vLLM and set ORIG_VLLM_BIN, or `serve: false` in the plan") from None
+
+
 class StudyServer:
     """A vLLM server for ``preset_name`` (not started until :meth:`start`)."""
 
