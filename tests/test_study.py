@@ -33,6 +33,17 @@ def _pending(plan, n=2):
     return {r.label: {p: PhaseCounts(pending=n) for p in plan.phases(r)} for r in plan.runs}
 
 
+def _generate_runs(steps) -> list[str]:
+    """Labels of the runs whose generate phase the schedule runs (grouped or per run)."""
+    out = []
+    for s in steps:
+        if s.kind == "generate_group":
+            out += [sub.run.label for sub in s.group]
+        elif s.kind == "phase" and s.phase == "generate":
+            out.append(s.run.label)
+    return out
+
+
 def _write_rows(path: Path, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -138,16 +149,36 @@ def test_schedule_loads_each_model_once_in_the_right_order(tmp_path):
             assert up is None  # no server holds the GPU while generating
         elif s.kind == "phase":
             assert up == "tiny-judge"
-    # generation grouped by generator: each generator's runs are consecutive
-    gens = [s.model for s in steps if s.phase == "generate"]
-    assert gens == sorted(gens, key=plan.generators().index) and len(gens) == len(plan.runs)
+    # generation: one process per generator, with every run of that generator, loaded once
+    groups = [s for s in steps if s.kind == "generate_group"]
+    assert [g.model for g in groups] == plan.generators()
+    assert sorted(sub.run.label for g in groups for sub in g.group) == sorted(r.label for r in plan.runs)
+    assert all(sub.run.generator == g.model for g in groups for sub in g.group)
     # judge phases before retrieval accuracy, report last
     phases = [s.phase for s in steps if s.kind == "phase"]
     assert phases.index("retrieval") > max(i for i, p in enumerate(phases) if p == "judge")
     loads = model_loads(plan, steps)
-    assert sum(e["loads"] for e in loads.values() if e["model"] == "tiny-qwen-image") == 5
+    assert sum(e["loads"] for e in loads.values() if e["model"] == "tiny-qwen-image") == 1
     text = render_schedule(plan, steps, 2)
-    assert "estimated model loads" in text and "tiny-sd3" in text
+    assert "estimated model loads" in text and "tiny-sd3" in text and "one process, 5 run(s)" in text
+    # per_run: one process per run, a generator's runs back to back, loaded once per run
+    per_run = _plan(tmp_path, generation="per_run")
+    steps = build_schedule(per_run, _pending(per_run))
+    gens = [s.model for s in steps if s.phase == "generate"]
+    assert gens == sorted(gens, key=per_run.generators().index) and len(gens) == len(per_run.runs)
+    loads = model_loads(per_run, steps)
+    assert sum(e["loads"] for e in loads.values() if e["model"] == "tiny-qwen-image") == 5
+
+
+def test_a_generator_override_gets_its_own_instance_next_to_its_twins(tmp_path):
+    plan = _plan(tmp_path, runs=[{"label": "big", "condition": "direct", "generator": "tiny-qwen-image",
+                                  "set": ["generator.steps=3"]}])
+    steps = build_schedule(plan, _pending(plan))
+    group = next(s for s in steps if s.kind == "generate_group" and s.model == "tiny-qwen-image")
+    labels = [sub.run.label for sub in group.group]
+    assert labels[0] == "big" or labels[-1] == "big"  # equal settings stay together
+    loads = model_loads(plan, steps)
+    assert sum(e["loads"] for e in loads.values() if e["model"] == "tiny-qwen-image") == 2
 
 
 def test_runs_differing_only_in_generator_share_one_agent_phase(tmp_path):
@@ -180,11 +211,11 @@ def test_finished_phases_are_skipped_and_no_server_starts_for_done_work(tmp_path
     status[failed_run]["generate"] = PhaseCounts(done=1, failed=1)
     steps = build_schedule(plan, status)
     assert [s.role for s in steps if s.kind == "server"] == ["judge"]
-    gen = [s.run.label for s in steps if s.phase == "generate"]
+    gen = _generate_runs(steps)
     assert failed_run not in gen and len(gen) == len(plan.runs) - 1
     # the judge phase still runs for it (it has an image to judge), and --retry-failed redoes it
     assert failed_run in [s.run.label for s in steps if s.phase == "judge"]
-    assert failed_run in [s.run.label for s in build_schedule(plan, status, retry_failed=True) if s.phase == "generate"]
+    assert failed_run in _generate_runs(build_schedule(plan, status, retry_failed=True))
     for run in plan.runs:
         for p in plan.phases(run):
             status[run.label][p] = PhaseCounts(done=2)

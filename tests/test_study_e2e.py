@@ -153,11 +153,18 @@ def test_study_runs_every_phase_once_per_model_and_nothing_is_left_running(finis
         ("backbone", "tiny-qwen2.5-vl"), ("backbone", "tiny-judge"), ("judge", "tiny-judge")]
     # every agent phase of a backbone ran while its server was up; generation in between
     order = [(e["event"], e.get("model") or e.get("phase"), e.get("run")) for e in events
-             if e["event"] in ("server_start", "server_stop", "phase_start")]
+             if e["event"] in ("server_start", "server_stop", "phase_start", "generate_group_start")]
     assert order.index(("phase_start", "agent", RUNS[1])) < order.index(("server_stop", "tiny-qwen2.5-vl", None))
-    gen = [i for i, o in enumerate(order) if o[1] == "generate"]
-    assert len(gen) == 4 and gen == list(range(gen[0], gen[0] + 4))  # consecutive, no server up
-    assert order[gen[0] - 1][0] == "server_stop" and order[gen[-1] + 1] == ("server_start", "tiny-judge", None)
+    # generation: ONE process for the four runs of the one generator, between the servers;
+    # it loaded the generator twice: once for the three plain runs, once for the broken
+    # run's different settings (generator.call_kwargs)
+    gen = [i for i, o in enumerate(order) if o[0] == "generate_group_start"]
+    assert len(gen) == 1 and not [o for o in order if o[0] == "phase_start" and o[1] == "generate"]
+    assert order[gen[0] - 1][0] == "server_stop" and order[gen[0] + 1] == ("server_start", "tiny-judge", None)
+    group = next(e for e in events if e["event"] == "generate_group_start")
+    assert sorted(group["runs"]) == sorted(RUNS + [BROKEN])
+    assert next(e for e in events if e["event"] == "generate_group_end")["loads"] == 2
+    assert "tiny-qwen-image              x2" in out  # the dry-run estimate printed at the start says so
     # the broken run differs from the direct run only in its generator: one agent phase for both
     pair = {RUNS[0], BROKEN}
     copied = [(e["run"], e["source"]) for e in events if e["event"] == "agent_copied"]

@@ -81,6 +81,38 @@ def eval_command(plan: Plan, run: RunSpec, phase: str, *, server_url: str | None
     return cmd
 
 
+def config_overrides(plan: Plan, run: RunSpec) -> list[str]:
+    """The overrides that give the config ``orig eval`` would build from this run's command
+    line: its flags as config keys, then :func:`run_overrides`."""
+    import json
+
+    flags = [f"agent.condition={run.condition}", f"generator.preset={run.generator}",
+             f"judge.preset={plan.judge.preset}", f"eval.benchmark={plan.benchmark}",
+             f"eval.data={json.dumps(str(Path(plan.data).expanduser()))}", f"eval.label={json.dumps(run.label)}",
+             f"eval.include_others={str(plan.include_others).lower()}"]
+    if run.uses_backbone:
+        flags.append(f"backbone.preset={run.backbone}")
+    if plan.judge.name:
+        flags.append(f"eval.judge_name={plan.judge.name}")
+    if plan.classes:
+        flags.append(f"eval.classes={json.dumps(plan.classes)}")
+    # the flags win over files and -s in `orig eval`: they go last here too
+    return run_overrides(plan, run) + flags
+
+
+def generate_job(plan: Plan, runs: list[RunSpec], retry_failed: bool = False) -> dict:
+    """The job of :mod:`orig_local.study.generate_group`: these runs' generate phases."""
+    return {"benchmark": plan.benchmark, "data": str(Path(plan.data).expanduser()), "classes": plan.classes,
+            "ids": plan.ids, "limit": plan.limit, "include_others": plan.include_others,
+            "config": list(plan.config), "retry_failed": retry_failed,
+            "runs": [{"label": r.label, "out": str(plan.run_dir(r)), "overrides": config_overrides(plan, r)}
+                     for r in runs]}
+
+
+def generate_group_command(job_path, results_path) -> list[str]:
+    return [sys.executable, "-m", "orig_local.study.generate_group", str(job_path), str(results_path)]
+
+
 def report_command(plan: Plan, run_dirs: list[str]) -> list[str]:
     cmd = _orig() + ["--quiet", "report", *run_dirs, "--out", str(plan.out_dir / "report")]
     if plan.judge.name:

@@ -153,6 +153,9 @@ class Plan(StrictModel):
     # Runs that differ only in the generator share one agent phase (same prompts, references
     # and evidence for every generator, as in the paper's Table 3); false: one agent phase each.
     share_agent: bool = True
+    # grouped: the runs of one generator share ONE process and generator instance (loaded
+    # once, unloaded at the end); per_run: one `orig eval --phase generate` process per run.
+    generation: Literal["grouped", "per_run"] = "grouped"
 
     # --- config shared by every run
     config: list[str] = Field(default_factory=list)  # config files / packaged names (-c)

@@ -192,15 +192,60 @@ class StudyRunner:
                               command=cmd)
         seconds = round(time.monotonic() - started, 1)
         self.events.write("phase_end", run=run.label, phase=phase, rc=rc, seconds=seconds)
+        if rc in (EXIT_INTERRUPTED, -signal.SIGINT):
+            raise StudyInterrupted(f"{phase} of {run.label} was interrupted")
+        self.outcome(run, phase, rc, log_path, seconds=seconds)
+
+    def run_generate_group(self, step: Step) -> None:
+        """Every run's generate phase of one generator in one process, the generator loaded
+        once (per distinct settings) and unloaded at the end; outcomes per run, as orig eval's."""
+        from orig_local.study.commands import generate_group_command, generate_job
+
+        runs = []
+        for sub in step.group:
+            if sub.run.label in self.blocked:
+                self.echo(f"    skip generate of {sub.run.label}: {self.blocked[sub.run.label]}")
+                self.events.write("phase_skipped", run=sub.run.label, phase="generate", why=self.blocked[sub.run.label])
+            else:
+                runs.append(sub.run)
+        if not runs:
+            return
+        self.logs.mkdir(parents=True, exist_ok=True)
+        job_path = self.logs / f"generate-{step.model}.job.json"
+        results_path = self.logs / f"generate-{step.model}.results.json"
+        job_path.write_text(json.dumps(generate_job(self.plan, runs, self.retry_failed), indent=1), encoding="utf-8")
+        results_path.unlink(missing_ok=True)
+        log_path = self.logs / f"generate-{step.model}.log"
+        self.echo(f"    generate  {step.model}: {len(runs)} run(s) in one process ...")
+        started = time.monotonic()
+        rc = self.run_command(generate_group_command(job_path, results_path), log_path, event="generate_group_start",
+                              model=step.model, runs=[r.label for r in runs])
+        if rc in (EXIT_INTERRUPTED, -signal.SIGINT):
+            raise StudyInterrupted(f"generation with {step.model} was interrupted")
+        try:
+            results = json.loads(results_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            results = {"runs": {}}
+        self.events.write("generate_group_end", model=step.model, rc=rc, loads=results.get("loads"),
+                          seconds=round(time.monotonic() - started, 1))
+        for run in runs:
+            outcome = results["runs"].get(run.label, {"rc": rc if rc else 3, "error": "not reached"})
+            self.events.write("phase_end", run=run.label, phase="generate", rc=outcome["rc"])
+            self.outcome(run, "generate", outcome["rc"], log_path, outcome.get("error"))
+        self.echo(f"    generate  {step.model}: done, loaded {results.get('loads', '?')} time(s) "
+                  f"({time.monotonic() - started:.0f} s)")
+
+    def outcome(self, run: RunSpec, phase: str, rc: int, log_path: Path, error: str | None = None,
+                seconds: float | None = None) -> None:
+        """Book a phase's exit status (orig eval's meaning) for a run."""
+        took = f" ({seconds} s)" if seconds is not None else ""
         if rc == EXIT_OK:
-            self.echo(f"    {phase:<9} {run.label}: ok ({seconds} s)")
+            self.echo(f"    {phase:<9} {run.label}: ok{took}")
         elif rc == EXIT_ITEMS_FAILED:
             self.failures.append(f"{run.label}/{phase}: some items failed")
-            self.echo(f"    {phase:<9} {run.label}: some items failed ({seconds} s; log {log_path})")
-        elif rc in (EXIT_INTERRUPTED, -signal.SIGINT):
-            raise StudyInterrupted(f"{phase} of {run.label} was interrupted")
+            self.echo(f"    {phase:<9} {run.label}: some items failed{took}; log {log_path}")
         else:  # usage/preflight error, a crash, a kill: the run cannot go on
-            why = {EXIT_USAGE: "config or preflight error"}.get(rc, f"exit status {rc}")
+            why = error or {EXIT_USAGE: "config or preflight error"}.get(rc, f"exit status {rc}")
             self.blocked[run.label] = f"{phase} failed ({why})"
             self.failures.append(f"{run.label}/{phase}: {why}")
             self.echo(f"    {phase:<9} {run.label}: FAILED ({why}); log {log_path}:\n{_tail(log_path)}")
@@ -285,6 +330,8 @@ class StudyRunner:
                     self.run_phase(step)
                 elif step.kind == "copy":
                     self.copy_agent(step)
+                elif step.kind == "generate_group":
+                    self.run_generate_group(step)
                 else:
                     self.report()
         except StudyInterrupted as exc:

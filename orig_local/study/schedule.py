@@ -2,7 +2,9 @@
 
 1. agent phases of runs without a backbone (``direct``): no server;
 2. per backbone (first-use order): start its vLLM server, every run's agent phase, stop it;
-3. generation grouped by generator: the runs of one generator one after the other;
+3. generation grouped by generator: all runs of one generator in one process with one
+   generator instance (``generation: grouped``, :mod:`orig_local.study.generate_group`), or
+   one ``orig eval --phase generate`` per run, back to back (``generation: per_run``);
 4. one judge server for every run's judge phase, then retrieval accuracy (Eq. 12, the same
    judge), then stop it;
 5. the report with every run side by side.
@@ -10,9 +12,8 @@
 Phases with nothing left to do are left out (a resumed study starts no server it does not
 need); a phase whose earlier phase is scheduled stays in, since new rows reach it.
 
-Model loads: one per server start; one per generate step. Each generate step is its own
-``orig eval`` process (see :mod:`orig_local.study.commands`), so a generator with k runs to do
-is loaded k times, back to back (the weights come from the OS page cache after the first).
+Model loads: one per server start; per generator, one (grouped; one more per distinct
+``generator.*`` override) or one per run left to do (per_run).
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ from orig_local.study.status import PhaseCounts
 
 @dataclass
 class Step:
-    kind: str  # "server" (start) | "stop" | "phase" | "copy" (agent rows from `source`) | "report"
+    # "server" (start) | "stop" | "phase" | "copy" (agent rows from `source`) |
+    # "generate_group" (the generate phases of `group`, one process) | "report"
+    kind: str
     role: str | None = None  # backbone | judge (servers)
     model: str | None = None  # preset of the server / generator of a generate phase
     run: RunSpec | None = None
     phase: str | None = None
     todo: int = 0  # items the phase has left (pending, + failed with retry) when scheduled
     source: RunSpec | None = None  # copy: the run whose agent rows are shared
+    group: list["Step"] | None = None  # generate_group: one generate step per run, one process
 
     def describe(self) -> str:
         if self.kind == "server":
@@ -40,6 +44,10 @@ class Step:
             return f"stop {self.role} server   {self.model}"
         if self.kind == "copy":
             return f"{'agent':<9} {self.run.label}  (shared: rows copied from {self.source.label})"
+        if self.kind == "generate_group":
+            runs = "\n".join(f"           - {s.run.label}" + (f"  ({s.todo} item(s) to do)" if s.todo else "")
+                             for s in self.group)
+            return f"generate  {self.model}: one process, {len(self.group)} run(s)\n{runs}"
         if self.kind == "report":
             return "report                  every run side by side"
         what = f"{self.phase:<9} {self.run.label}"
@@ -89,9 +97,16 @@ def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_
             steps += [Step("stop", role="backbone", model=backbone)] if plan.serve else []
         else:
             steps += work  # only copies: no server needed
-    # 3. generation grouped by generator
+    # 3. generation grouped by generator: one process per generator (grouped) or per run
     for generator in plan.generators():
-        steps += phase_steps([r for r in plan.runs if r.generator == generator], "generate")
+        work = phase_steps([r for r in plan.runs if r.generator == generator], "generate")
+        if plan.generation == "grouped" and work:
+            # runs with equal generator settings next to each other: one instance serves them all
+            work.sort(key=lambda s: generator_settings(plan, s.run))
+            steps.append(Step("generate_group", model=generator, phase="generate", group=work,
+                              todo=sum(s.todo for s in work)))
+        else:
+            steps += work
     # 4. one judge server for judging and retrieval accuracy
     work = phase_steps(plan.runs, "judge") + phase_steps(plan.runs, "retrieval")
     if work:
@@ -99,6 +114,13 @@ def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_
         steps += [Step("stop", role="judge", model=plan.judge.preset)] if plan.serve else []
     steps.append(Step("report"))
     return steps
+
+
+def generator_settings(plan: Plan, run: RunSpec) -> tuple:
+    """What decides whether two runs can share a generator instance: the preset and any
+    ``generator.*`` override (config files are the same for every run)."""
+    sets = [s for s in list(plan.set) + list(run.set) if s.startswith("generator.")]
+    return (run.generator, tuple(sets))
 
 
 def model_loads(plan: Plan, steps: list[Step]) -> dict[str, dict]:
@@ -112,6 +134,9 @@ def model_loads(plan: Plan, steps: list[Step]) -> dict[str, dict]:
     for step in steps:
         if step.kind == "server":
             add(step.model, f"vLLM server ({step.role})")
+        elif step.kind == "generate_group":
+            for _ in dict.fromkeys(generator_settings(plan, s.run) for s in step.group):
+                add(step.model, "in-process, one process for all its runs (per distinct generator.* settings)")
         elif step.kind == "phase" and step.phase == "generate":
             add(step.model, "in-process, one `orig eval --phase generate` per run, back to back")
         elif step.kind == "phase" and step.phase == "agent" and step.run.retrieves:
