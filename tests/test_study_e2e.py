@@ -237,10 +237,12 @@ def test_ctrl_c_or_sigterm_stops_the_phase_and_the_server_and_exits_130(tmp_path
 def test_study_killed_midway_resumes_to_the_same_results(tmp_path, finished_study):
     """SIGKILL the study while the second backbone's agent phase runs (no cleanup can run):
     its server and phase die with it (parent-death signal), and a rerun finishes with the
-    same rows as the uninterrupted study, without loading the first backbone again."""
+    same rows as the uninterrupted study, without loading the first backbone again. This study
+    generates with one `orig eval` per run (generation: per_run), the uninterrupted one with one
+    process per generator: the rows must not depend on that either."""
     full_tmp, rc, _, _ = finished_study
     assert rc == 1
-    proc = _study(tmp_path, str(_plan(tmp_path)))
+    proc = _study(tmp_path, str(_plan(tmp_path, generation="per_run")))
     events = tmp_path / "study" / "study.jsonl"
     deadline = time.monotonic() + 300
     while not any(e["event"] == "phase_start" and e["run"] == RUNS[2] for e in _lines(events)):
@@ -251,7 +253,7 @@ def test_study_killed_midway_resumes_to_the_same_results(tmp_path, finished_stud
     _assert_nothing_left(tmp_path)  # orphans got SIGTERM from the kernel
     n_before = len(_lines(tmp_path / "standin.jsonl"))
     agent_done = len(_lines(tmp_path / "study" / RUNS[2] / "agent.jsonl")) == 2
-    proc = _study(tmp_path, str(_plan(tmp_path)))
+    proc = _study(tmp_path, str(_plan(tmp_path, generation="per_run")))
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 1, out + err  # as the uninterrupted study: the broken run failed
     restarted = [Path(r["model"]).name for r in _lines(tmp_path / "standin.jsonl")][n_before:]

@@ -1,6 +1,8 @@
-"""The command line of each study step: ``orig eval --out RUN --phase P ...`` and ``orig report``.
+"""The command line of each study step: ``orig eval --out RUN --phase P ...``, the grouped
+generate job, and ``orig report``.
 
-Every phase of every run is its own ``python -m orig_local eval`` process. That is the stable
+Every phase of every run is its own ``python -m orig_local eval`` process (generation: one
+process per generator, :mod:`orig_local.study.generate_group`). That is the stable
 interface of the phase runner (resume, locking, preflight checks and exit codes live there),
 and a process that exits gives back all the GPU memory its model held — no reliance on
 ``unload()`` or the CUDA caching allocator between two models.
