@@ -229,7 +229,8 @@ class StudyRunner:
         self.events.write("generate_group_end", model=step.model, rc=rc, loads=results.get("loads"),
                           seconds=round(time.monotonic() - started, 1))
         for run in runs:
-            outcome = results["runs"].get(run.label, {"rc": rc if rc else 3, "error": "not reached"})
+            outcome = results["runs"].get(run.label, {"rc": 3, "error": f"not finished (the generate process "
+                                                                    f"exited with status {rc})"})
             self.events.write("phase_end", run=run.label, phase="generate", rc=outcome["rc"])
             self.outcome(run, "generate", outcome["rc"], log_path, outcome.get("error"))
         self.echo(f"    generate  {step.model}: done, loaded {results.get('loads', '?')} time(s) "
