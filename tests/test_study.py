@@ -404,3 +404,29 @@ def test_missing_vllm_is_refused_before_anything_runs(tmp_path, capsys, monkeypa
     err = capsys.readouterr().err
     assert "the study needs vLLM servers" in err and "ORIG_VLLM_BIN" in err and len(err.strip().splitlines()) == 1
     assert not any(p.is_dir() and (p / "agent.jsonl").exists() for p in (tmp_path / "study").iterdir())
+
+
+def test_generate_group_loads_once_and_one_runs_crash_does_not_stop_the_others(tmp_path):
+    """The grouped generate process on real tiny weights: one instance for runs with equal
+    settings, a run that cannot start (its folder holds another condition) reported as such,
+    the runs after it still generated."""
+    from orig_local.study.commands import generate_job
+    from orig_local.study.generate_group import run_job
+
+    plan = _plan(tmp_path, config=["offline"], set=["progress=false"],
+                 runs=[{"label": x, "condition": "direct", "generator": "tiny-qwen-image"} for x in "abc"], grid=None)
+    for run in plan.runs:
+        _write_rows(plan.run_dir(run) / "agent.jsonl",
+                    [{"id": i, "final_prompt": "a red square", "references": [], "error": None}
+                     for i in ("mini_landmark", "mini_animal")])
+    (plan.run_dir(plan.runs[1]) / "run.json").write_text(json.dumps({"condition": "orig"}))  # another run's folder
+    results = run_job(generate_job(plan, plan.runs), tmp_path / "results.json")
+    assert results["loads"] == 1
+    assert results["runs"]["a"] == {"rc": 0, "failed": 0} and results["runs"]["c"] == {"rc": 0, "failed": 0}
+    assert results["runs"]["b"]["rc"] == 3 and "condition" in results["runs"]["b"]["error"]
+    assert json.loads((tmp_path / "results.json").read_text()) == results
+    for label in "ac":
+        rows = [json.loads(x) for x in (tmp_path / "study" / label / "generate.jsonl").read_text().splitlines()]
+        assert sorted(r["id"] for r in rows) == ["mini_animal", "mini_landmark"]
+        assert all((tmp_path / "study" / label / r["image"]).is_file() for r in rows)
+    assert not (tmp_path / "study" / "b" / "generate.jsonl").exists()
