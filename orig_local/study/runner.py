@@ -3,7 +3,7 @@ report, and an exit status that says whether everything finished.
 
 Exit status: 0 every phase of every run finished with no failed item; 1 some items or phases
 failed (the status table says which; rerun to resume, ``--retry-failed`` to redo failed rows);
-2 the plan is wrong or a server cannot start (raised as :class:`~orig_local.errors.OrigError`);
+2 the plan is wrong, or a server cannot start or dies (raised as :class:`~orig_local.errors.OrigError`);
 130 interrupted (Ctrl-C or SIGTERM: the running phase is stopped, then the server).
 
 Whatever happens, nothing is left running: the phase process and the server are stopped in
