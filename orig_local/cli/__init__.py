@@ -26,6 +26,7 @@ COMMANDS = {
     "serve": "orig_local.cli.serve",
     "chat": "orig_local.cli.chat",
     "image": "orig_local.cli.image",
+    "study": "orig_local.cli.study_cmd",
 }
 
 
