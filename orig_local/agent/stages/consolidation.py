@@ -1,0 +1,93 @@
+"""Knowledge consolidation (paper §3.2.1, Table 6: what accumulation hands on stays compact).
+
+After each round's coarse filtering, the statements of K not yet consolidated are merged into
+the running summary by one backbone call: repeats merged, each statement short and
+self-contained, every statement citing the K entries (``T3``) it rests on. Later stages
+(planning, sufficiency, the filters, refinement) read this summary instead of K's raw entries.
+
+The call may merge but never lose evidence: a new entry or earlier statement that no returned
+statement cites is carried over as is (and the trace says so), statements citing nothing in K
+or reading like instructions are dropped (traced), and if the call fails the new entries are
+appended unmerged. Size is bounded where K is rendered (``StageContext.render_knowledge``).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from orig_local.agent.knowledge import SummaryFact
+from orig_local.agent.stages.base import StageContext
+from orig_local.agent.untrusted import delimit, looks_like_instruction, sanitize
+
+
+class ConsolidatedStatement(BaseModel):
+    evidence: list[str] = Field(description="ids of the knowledge entries it rests on, e.g. T3")
+    text: str = Field(description="one short, self-contained statement")
+
+
+class Consolidation(BaseModel):
+    reason: str = Field("", description="briefly, what was merged")
+    statements: list[ConsolidatedStatement] = Field(default_factory=list, max_length=60)
+
+
+class ConsolidationResult(BaseModel):
+    consolidated: list[str] = Field(default_factory=list)  # K ids folded in by this call
+    statements: int = 0  # size of the summary afterwards
+    carried: list[str] = Field(default_factory=list)  # ids no statement cited: kept as is
+    dropped: list[str] = Field(default_factory=list)  # statements refused (why in the trace)
+    failed: bool = False
+
+
+async def consolidate(ctx: StageContext) -> ConsolidationResult:
+    kb = ctx.knowledge
+    pending = kb.pending_texts()
+    result = ConsolidationResult(consolidated=[t.id for t in pending])
+    if not pending:
+        result.statements = len(kb.summary)
+        return result
+    new_entries = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in pending]
+    previous = list(kb.summary)
+
+    def render(entries: list[SummaryFact]):
+        def fill(left: int) -> str:
+            return "\n".join(delimit(",".join(e.evidence), e.text) for e in entries)
+        return fill
+
+    out, record = await ctx.ask(
+        stage="accumulation", step="consolidate", template="consolidate", schema=Consolidation,
+        variables={"target_tokens": ctx.config.knowledge_tokens},
+        fit=[("summary", render(previous)), ("new_entries", render(new_entries))],
+        evidence_ids=[t.id for t in pending],
+    )
+    if out is None:
+        record.notes.append("consolidation failed: new entries appended unmerged")
+        kb.summary = previous + new_entries
+        result.failed = True
+    else:
+        known = {t.id: t for t in kb.texts}
+        merged: list[SummaryFact] = []
+        for st in out.statements:
+            text = " ".join(sanitize(st.text).split())
+            ids = [i for i in dict.fromkeys(e.strip() for e in st.evidence) if i in known]
+            if not text or not ids:
+                result.dropped.append(text[:200])
+                record.notes.append(f"statement without evidence in K dropped: {text[:120]!r}")
+                continue
+            if looks_like_instruction(text):
+                result.dropped.append(text[:200])
+                record.notes.append(f"instruction-like statement dropped: {text[:120]!r}")
+                continue
+            merged.append(SummaryFact(text=text, evidence=ids, round=max(known[i].source.round for i in ids)))
+        cited = {i for f in merged for i in f.evidence}
+        for entry in previous + new_entries:  # merge, never lose: uncited evidence stays as is
+            if not cited.intersection(entry.evidence):
+                merged.append(entry)
+                result.carried += entry.evidence
+        if result.carried:
+            record.notes.append(f"not cited by any statement, kept as is: {', '.join(result.carried)}")
+        kb.summary = merged
+    kb.consolidated.update(result.consolidated)
+    result.statements = len(kb.summary)
+    record.output = {"reply": record.output, "summary_statements": result.statements,
+                     "carried": result.carried, "dropped": result.dropped}
+    return result
