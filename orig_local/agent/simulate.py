@@ -237,7 +237,11 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
         if name == "RefinedText":
             knowledge = _after(text, "\nKnowledge:\n").split("\nImages (shown", 1)[0]
             facts = [b for i, b in _blocks(knowledge)]
-            return json.dumps({"features": facts[:max_facts], "keep_images": list(range(1, n_images + 1))})
+            # the statements most about the prompt's subject first (stable), as a model would
+            want = _words(prompt)
+            chosen = set(sorted(range(len(facts)), key=lambda i: (-len(_words(facts[i]) & want), i))[:max_facts])
+            facts = [f for i, f in enumerate(facts) if i in chosen]  # K's order among those chosen
+            return json.dumps({"features": facts, "keep_images": list(range(1, n_images + 1))})
         if name == "VisualFeatures":
             shows = {i: b.split("\n")[0] for i, b in _blocks(text) if re.fullmatch(r"I\d+", i)}
             return json.dumps({"images": [{"image": i, "contributes": shows.get(f"I{i}", f"the look of image {i}"),

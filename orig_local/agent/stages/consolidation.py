@@ -27,7 +27,7 @@ class ConsolidatedStatement(BaseModel):
 
 class Consolidation(BaseModel):
     reason: str = Field("", description="briefly, what was merged")
-    statements: list[ConsolidatedStatement] = Field(default_factory=list, max_length=60)
+    statements: list[ConsolidatedStatement] = Field(default_factory=list, max_length=400)
 
 
 class ConsolidationResult(BaseModel):
