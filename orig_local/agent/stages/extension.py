@@ -115,20 +115,23 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
         return " ".join(f"Reference image {k} shows {refs[k - 1].contributes or 'the subject'}; follow its appearance."
                         for k in numbers)
 
-    uncited: list[int] = []
+    uncited: list[int] = []  # references the body does not cite: explained by a short tail
+    unexplained: set[int] = set()  # references for which there is no room: not passed
     cut = False
-    for _ in range(len(refs) + 2):  # the uncited set only grows as the body shrinks
+    candidate = body
+    for _ in range(2 * len(refs) + 2):  # terminates: uncited only grows, unexplained only grows
         tail = tail_for(uncited)
         extra = 1 if tail else 0
         limits = (cfg.max_prompt_words - word_count(tail), cfg.max_prompt_chars - len(tail) - extra,
                   None if max_tokens is None else max_tokens - counter.count(tail) - extra)
-        if limits[0] < cfg.max_prompt_words // 2 and uncited:  # too many to explain: drop the last
-            uncited = uncited[:-1]
+        if uncited and (limits[0] < cfg.max_prompt_words // 2 or limits[1] < cfg.max_prompt_chars // 2
+                        or (max_tokens is not None and limits[2] < max_tokens // 2)):
+            unexplained.add(uncited.pop())  # the tail may take at most half the budget
             continue
         candidate, cut = bound_prompt(body, limits[0], limits[1], limits[2], counter)
         cited = {int(m) for m in _CITE.findall(candidate)}
-        now = [k for k in range(1, len(refs) + 1) if k not in cited]
-        if set(now) <= set(uncited) or not now:
+        now = [k for k in range(1, len(refs) + 1) if k not in cited and k not in unexplained]
+        if set(now) <= set(uncited):
             break
         uncited = sorted(set(uncited) | set(now))
     text_out = f"{candidate} {tail_for(uncited)}".strip() if uncited else candidate
