@@ -191,3 +191,21 @@ async def test_requests_hold_retrieved_text_only_inside_blocks():
         outside = outside_blocks(req["messages"][-1].text)
         leaked = [s for s in page_sentences if len(s) > 15 and s in outside]
         assert not leaked, (req["schema"].__name__, leaked[:2])
+
+
+async def test_simulated_demo_prompt_repeats_no_fact():
+    """The demo's final prompt (simulated backbone, demo corpus) reads as one description:
+    bootstrap snippets and page facts that say the same thing appear once."""
+    from agent_support import corpus, make_agent
+
+    res = await make_agent(retriever=corpus(), generator=RecordingGenerator(max_references=3)).run(
+        "The Veltrane Harbor Lighthouse at dusk, seen from the harbour")
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", res.final_prompt) if s]
+    words = [set(re.findall(r"[a-z0-9]{3,}", s.lower())) for s in sentences]
+    for i in range(len(words)):
+        for j in range(i + 1, len(words)):
+            overlap = len(words[i] & words[j]) / max(1, min(len(words[i]), len(words[j])))
+            assert overlap < 0.85 or "reference image" in sentences[j].lower(), (sentences[i], sentences[j])
+    assert "teal and orange" in res.final_prompt and "#" not in res.final_prompt
+    described = " ".join(s for s in sentences if "reference image" not in s.lower())
+    assert len(re.findall("teal and orange spiral bands", described)) == 1

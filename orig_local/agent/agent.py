@@ -124,7 +124,8 @@ class Agent:
     reference images; default the generator's ``max_references``, else the config's cap) and
     ``prompt_max_tokens`` (its text encoder's limit; default the generator's
     ``prompt_max_tokens``). ``tokens`` counts backbone tokens (default: an estimate) and
-    ``context_tokens`` is the backbone's window (default ``config.context_tokens`` or 32768).
+    ``context_tokens`` is the backbone's window and ``image_tokens`` its tokens per image
+    (``config`` values win; defaults 32768 and 1280).
     """
 
     def __init__(
@@ -141,6 +142,7 @@ class Agent:
         prompt_tokens: TokenCounter | None = None,
         tokens: TokenCounter | None = None,
         context_tokens: int | None = None,
+        image_tokens: int | None = None,
     ):
         self.chat = chat
         self.retriever = retriever
@@ -157,7 +159,8 @@ class Agent:
         self.prompt_max_tokens = prompt_max_tokens
         self.prompt_tokens = prompt_tokens
         self.budget = Budget(tokens or EstimatedTokens(), context_tokens=cfg.context_tokens or context_tokens or 32768,
-                             reply_tokens=cfg.reply_tokens, image_tokens=cfg.image_tokens)
+                             reply_tokens=cfg.reply_tokens,
+                             image_tokens=next(v for v in (cfg.image_tokens, image_tokens, 1280) if v is not None))
         self.text_only_warning: str | None = None
         if cfg.condition in ("orig", "orig_img") and self.reference_capacity == 0:
             self.text_only_warning = (

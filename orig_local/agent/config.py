@@ -50,7 +50,9 @@ class AgentConfig(StrictModel):
     # 32768) minus reply_tokens, image_tokens per image and the rendered template.
     context_tokens: int | None = Field(None, ge=1024)
     reply_tokens: int = Field(2048, ge=128)
-    image_tokens: int = Field(1280, ge=0)  # Qwen2.5-VL at the presets' max_pixels=1003520
+    # per image; None = the backbone preset's mm max_pixels / (28*28) (Qwen2.5-VL: 1280 at
+    # max_pixels=1003520), else 1280
+    image_tokens: int | None = Field(None, ge=0)
     # K as later stages read it (the consolidated summary); paper Table 6: ~830 tokens reach
     # refinement. Over this, the least relevant / redundant statements are cut (and traced).
     knowledge_tokens: int = Field(2000, ge=100)

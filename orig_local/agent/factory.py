@@ -58,11 +58,12 @@ def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup
     return Agent(chat=chat, retriever=retriever, config=acfg, generator=generator or None,
                  dedup=dedup or None, prompts=config.prompts_dir, reference_capacity=capacity,
                  prompt_max_tokens=prompt_tokens, tokens=_backbone_tokens(config),
-                 context_tokens=_context_tokens(config))
+                 context_tokens=_context_tokens(config), image_tokens=_image_tokens(config))
 
 
 def _backbone_preset(config):
-    if not config.backbone.preset:
+    # the simulated/scripted stand-ins have no window of their own, whatever preset is named
+    if not config.backbone.preset or config.backbone.backend in ("simulated", "scripted"):
         return None
     from orig_local.presets import load_preset
 
@@ -78,14 +79,22 @@ def _context_tokens(config) -> int | None:
     return preset.serve.max_model_len if preset is not None and preset.serve else None
 
 
+def _image_tokens(config) -> int | None:
+    """Vision tokens per image: Qwen2.5-VL uses one token per 28x28 patch group, and the preset
+    caps pixels per image (``mm_processor_kwargs.max_pixels``)."""
+    preset = _backbone_preset(config)
+    pixels = preset.serve.mm_processor_kwargs.get("max_pixels") if preset is not None and preset.serve else None
+    return int(pixels) // (28 * 28) if pixels else None
+
+
 def _backbone_tokens(config):
     """Count with the backbone's own tokenizer when it loads offline, else an estimate.
     The simulated/scripted stand-ins have no tokenizer."""
     from orig_local.agent.budget import EstimatedTokens, make_token_counter
 
-    if config.backbone.backend in ("simulated", "scripted"):
-        return EstimatedTokens()
     preset = _backbone_preset(config)
+    if preset is None:
+        return EstimatedTokens()
     return make_token_counter(preset.path if preset is not None else None)
 
 

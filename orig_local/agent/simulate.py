@@ -187,7 +187,10 @@ def _merge_statements(entries: list[tuple[list[str], str]]) -> list[tuple[list[s
         best = max(others, key=lambda j: (len(words[i] & words[j]), -j))
         if len(words[i] & words[best]) >= 0.85 * len(words[i]):
             alive.remove(i)
-            parts[best] = (list(dict.fromkeys(parts[best][0] + parts[i][0])), parts[best][1])
+            # the same statement twice: keep the plainer (shorter) wording
+            same = len(words[i] & words[best]) >= 0.85 * len(words[best])
+            text = parts[i][1] if same and len(parts[i][1]) < len(parts[best][1]) else parts[best][1]
+            parts[best] = (list(dict.fromkeys(parts[best][0] + parts[i][0])), text)
     return [parts[i] for i in sorted(alive)]
 
 
@@ -218,6 +221,7 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
         if name == "TextFilter":
             page = next((b for i, b in _blocks(text) if i == "P"), "")
             body = page.split("\n", 2)[-1]  # title and URL lines first
+            body = "\n".join(ln for ln in body.splitlines() if not ln.lstrip().startswith("#"))  # headings
             facts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body) if len(s.strip()) > 10]
             return json.dumps({"reason": "about the prompt", "relevant": True, "consistent": True,
                                "facts": facts[:max_facts]})

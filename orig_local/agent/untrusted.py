@@ -69,9 +69,12 @@ def looks_like_instruction(text: str) -> bool:
 
 def drop_instructions(text: str) -> tuple[str, list[str]]:
     """``text`` without the sentences that look like instructions; returns (kept, dropped)."""
-    kept, dropped = [], []
-    for sentence in _SENTENCES.split(text):
-        if not sentence.strip():
-            continue
-        (dropped if looks_like_instruction(sentence) else kept).append(sentence.strip())
-    return " ".join(kept), dropped
+    lines, dropped = [], []
+    for line in text.split("\n"):  # line structure (headings, paragraphs) is kept
+        kept = []
+        for sentence in _SENTENCES.split(line):
+            if sentence.strip():
+                (dropped if looks_like_instruction(sentence) else kept).append(sentence.strip())
+        if kept or not line.strip():
+            lines.append(" ".join(kept))
+    return "\n".join(lines).strip(), dropped

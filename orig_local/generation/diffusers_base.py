@@ -84,6 +84,11 @@ class DiffusersGenerator:
         self.name = preset.name
         self.progress = progress
         self.max_references, self.prompt_max_tokens = self.capacity(preset, self.config)
+        self.device = pick_device(self.config.device)
+        self.loads = 0
+        self._pipe = None
+        # diffusers pipelines keep per-call state (scheduler timesteps): one call at a time.
+        self._lock = threading.RLock()
 
     @classmethod
     def capacity(cls, preset, config: GeneratorConfig | None = None) -> tuple[int, int]:
@@ -99,11 +104,6 @@ class DiffusersGenerator:
             if source.get("max_sequence_length"):
                 tokens = int(source["max_sequence_length"])
         return limit, tokens
-        self.device = pick_device(self.config.device)
-        self.loads = 0
-        self._pipe = None
-        # diffusers pipelines keep per-call state (scheduler timesteps): one call at a time.
-        self._lock = threading.RLock()
 
     # -- loading -------------------------------------------------------------------------
     @property

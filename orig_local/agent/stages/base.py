@@ -97,10 +97,15 @@ class StageContext:
         once the system prompt, the rest of the template, the images and the reply are reserved.
         Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
         system_text = self.prompts.render("system")
+        budget_note = None
         if fit:
             variables = dict(variables)
             fixed = self.prompts.render(template, prompt=self.prompt, **variables, **{n: "" for n, _ in fit})
             left = self.budget.available(system_text + fixed, images=len(images))
+            if left <= 0:
+                budget_note = (f"no room for evidence: template, {len(images)} image(s) and the reply fill the "
+                               f"{self.budget.context_tokens}-token window")
+                log.warning("%s/%s: %s", stage, step, budget_note)
             for name, fill in fit:
                 variables[name] = fill(left)
                 left = max(left - self.budget.count(variables[name]), 0)
@@ -116,6 +121,8 @@ class StageContext:
             messages=canonical if self.config.trace_messages else None,
             evidence_ids=list(evidence_ids), started_s=self.trace.elapsed(),
         )
+        if budget_note:
+            record.notes.append(budget_note)
         start = time.perf_counter()
         parsed: T | None = None
         try:
