@@ -13,7 +13,6 @@ import pytest
 from PIL import Image
 
 from agent_support import PROMPT, RecordingGenerator, backbone, make_agent
-from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, Source
 from orig_local.agent.prompting import PromptLibrary
@@ -103,7 +102,8 @@ async def test_oracle_passes_only_what_the_generator_takes():
     imgs = [Image.new("RGB", (16, 16), c) for c in ("red", "blue", "green")]
     gen = RecordingGenerator(max_references=1)
     res = await make_agent(condition="oracle", generator=gen).run(PROMPT, oracle=OracleEvidence(text=["a fact"], images=imgs))
-    assert len(gen.requests[0].references) == 1
+    assert len(gen.requests[0].references) == 1 and len(res.references) == 1
+    assert any(r.step == "oracle_cap" for r in res.trace.records)
 
 
 # --------------------------------------------------------------------------- point 4

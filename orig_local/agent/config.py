@@ -62,7 +62,8 @@ class AgentConfig(StrictModel):
     consolidate: bool = True
     max_images_per_call: int = Field(8, ge=1)  # matches the presets' vLLM limit_mm_per_prompt
     # Reference images passed to the generator (paper: ORIG used 2.1 on average; Qwen-Image-Edit
-    # style pipelines accept a few). The refinement keeps at most this many.
+    # style pipelines accept a few). The refinement keeps at most min(this, the generator's
+    # reference capacity: 0 text-only, 1 Qwen-Image-Edit / FLUX-Kontext, 3 Qwen-Image-Edit-2509).
     max_references: int = Field(3, ge=0, le=8)
     max_prompt_words: int = Field(300, ge=20)  # paper: final prompt of about 300 words or fewer
     max_prompt_chars: int = Field(2400, ge=200)  # hard cap whatever the words (a 1 MB "word")

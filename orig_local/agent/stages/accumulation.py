@@ -19,7 +19,7 @@ from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.budget import truncate_to_tokens
 from orig_local.agent.stages.retrieval import RetrievedImage, RetrievedPage, RoundRetrieval
-from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction
+from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize
 
 
 class TextFilter(BaseModel):
@@ -100,7 +100,7 @@ async def _filter_page(ctx: StageContext, page: RetrievedPage, result: Accumulat
         if looks_like_instruction(fact):
             record.notes.append(f"instruction-like fact dropped: {fact[:120]!r}")
             continue
-        item = ctx.knowledge.add_text(fact, _source(page, page.url))
+        item = ctx.knowledge.add_text(sanitize(fact), _source(page, page.url))
         if item:
             result.added_text.append(item.id)
             record.evidence_ids.append(item.id)
