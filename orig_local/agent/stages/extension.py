@@ -24,7 +24,8 @@ from orig_local.agent.untrusted import delimit, looks_like_instruction
 
 _CITE = re.compile(r"reference\s+image\s*#?\s*(\d+)", re.I)
 # any mention of a reference picture (for a generator that receives none)
-_MENTION = re.compile(r"\breference\s+(image|picture|photo|photograph)s?\b|\b(the|a|an)\s+reference\b", re.I)
+_MENTION = re.compile(r"\breference\s+(image|picture|photo|photograph|shot)s?\b"
+                      r"|\b(as|like)\s+(in|on)\s+the\s+reference\b", re.I)
 
 
 class Extension(BaseModel):
@@ -87,6 +88,11 @@ def assemble_prompt(ctx: StageContext, refined: RefinementResult, stage: str = "
     return result
 
 
+def _what(ref) -> str:
+    """What a reference contributes, without citation-like text of its own."""
+    return " ".join(_CITE.sub("", ref.contributes).split()).rstrip(".") or "the subject"
+
+
 def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extended: bool) -> ExtensionResult:
     """Make ``text`` safe to hand to the generator, with exactly the references it cites.
 
@@ -112,8 +118,7 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
     words_before = word_count(body)
 
     def tail_for(numbers: list[int]) -> str:
-        return " ".join(f"Reference image {k} shows {refs[k - 1].contributes or 'the subject'}; follow its appearance."
-                        for k in numbers)
+        return " ".join(f"Reference image {k} shows {_what(refs[k - 1])}; follow its appearance." for k in numbers)
 
     uncited: list[int] = []  # references the body does not cite: explained by a short tail
     unexplained: set[int] = set()  # references for which there is no room: not passed
