@@ -209,3 +209,53 @@ async def test_simulated_demo_prompt_repeats_no_fact():
     assert "teal and orange" in res.final_prompt and "#" not in res.final_prompt
     described = " ".join(s for s in sentences if "reference image" not in s.lower())
     assert len(re.findall("teal and orange spiral bands", described)) == 1
+
+
+def test_token_counter_uses_the_backbone_tokenizer_offline_else_a_labelled_estimate():
+    from orig_local.agent.budget import TokenizerTokens, make_token_counter
+    from orig_local.presets import load_preset
+
+    path = load_preset("tiny-qwen2.5-vl").ensure_path()
+    counter = make_token_counter(path)
+    assert isinstance(counter, TokenizerTokens) and counter.label.startswith("tokenizer:")
+    assert counter.count("The Veltrane Harbor Lighthouse at dusk") > 0
+    missing = make_token_counter("/nonexistent/model")
+    assert isinstance(missing, EstimatedTokens) and "estimate" in missing.label
+
+
+async def test_every_request_fits_a_small_context_window():
+    """Requests are filled to the window minus the reply and the template, never beyond."""
+    chat = _chat([])
+    cfg = AgentConfig(condition="orig_txt", max_rounds=2, context_tokens=1800, reply_tokens=1024,
+                      knowledge_tokens=5000, pages_per_query=10, text_top_k=20)
+    docs = _retriever()
+    res = await Agent(chat, _RoundAware(docs.docs, []), cfg).run(PROMPT)
+    counter = EstimatedTokens()
+    assert len(chat.requests) > 5
+    for req in chat.requests:
+        total = sum(counter.count(m.text) for m in req["messages"])
+        assert total <= 1800 - 1024 + 40, (req["schema"].__name__, total)  # 40: rounding per block
+    assert any(r.step == "knowledge_cut" for r in res.trace.records)
+    assert {i for f in res.knowledge.summary for i in f.evidence} == {t.id for t in res.knowledge.texts}
+
+
+async def test_consolidation_splits_what_does_not_fit_one_call():
+    from orig_local.agent.budget import Budget
+    from orig_local.agent.knowledge import KnowledgeBase, Source
+    from orig_local.agent.prompting import PromptLibrary
+    from orig_local.agent.stages.base import StageContext
+    from orig_local.agent.stages.consolidation import consolidate
+    from orig_local.agent.trace import Trace
+
+    kb = KnowledgeBase()
+    for fact in ROUND1:
+        kb.add_text(fact, Source(url="https://q", round=1))
+    chat = backbone()
+    ctx = StageContext(chat=chat, retriever=None, config=AgentConfig(), prompts=PromptLibrary(), trace=Trace(),
+                       prompt=PROMPT, knowledge=kb, budget=Budget(EstimatedTokens(), context_tokens=1600, reply_tokens=400))
+    out = await consolidate(ctx)
+    calls = [r for r in ctx.trace.records if r.step == "consolidate"]
+    assert len(calls) >= 2 and not kb.pending_texts() and not out.failed
+    assert {i for f in kb.summary for i in f.evidence} == {t.id for t in kb.texts}
+    for req in chat.requests:
+        assert sum(EstimatedTokens().count(m.text) for m in req["messages"]) <= 1600 - 400 + 40

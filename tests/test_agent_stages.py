@@ -23,7 +23,7 @@ REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "i
 VARIABLES = {
     "system": {},
     "bootstrap": {"max_queries": 3},
-    "select_pages": {"query": "q", "n_pages": 2, "results": [{"n": 1, "block": '<data id="R1">T</data>'}]},
+    "select_pages": {"query": "q", "n_pages": 2, "results": '<data id="R1">T</data>'},
     "planning": {"modalities": ["text", "image"], "max_queries": 5, "knowledge": '<data id="T1">f</data>',
                  "image_knowledge": '<data id="V1">a tower</data>', "missing": '<data id="M1">the lantern</data>',
                  "previous_queries": ["q"]},

@@ -39,32 +39,70 @@ class ConsolidationResult(BaseModel):
 
 
 async def consolidate(ctx: StageContext) -> ConsolidationResult:
-    kb = ctx.knowledge
-    pending = kb.pending_texts()
-    result = ConsolidationResult(consolidated=[t.id for t in pending])
-    if not pending:
-        result.statements = len(kb.summary)
-        return result
-    new_entries = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in pending]
-    previous = list(kb.summary)
+    """Fold every pending entry into the summary, in as many calls as the window needs."""
+    total = ConsolidationResult()
+    while ctx.knowledge.pending_texts():
+        part = await _consolidate_once(ctx)
+        total.consolidated += part.consolidated
+        total.carried += part.carried
+        total.dropped += part.dropped
+        total.failed = total.failed or part.failed
+    total.statements = len(ctx.knowledge.summary)
+    return total
 
-    def render(entries: list[SummaryFact]):
-        def fill(left: int) -> str:
-            return "\n".join(delimit(",".join(e.evidence), e.text) for e in entries)
-        return fill
+
+async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
+    kb = ctx.knowledge
+    previous = list(kb.summary)
+    chunk: list = []  # the pending entries this call folds in: as many as fit, oldest first
+    pending = kb.pending_texts()
+
+    shown_previous: list[SummaryFact] = []
+
+    def render_previous(left: int) -> str:
+        # At most half the room: the newest statements (most likely about what the new entries
+        # add to); older ones not shown stay in the summary unchanged.
+        lines, used = [], 0
+        for e in reversed(previous):
+            line = delimit(",".join(e.evidence), e.text)
+            cost = ctx.budget.count(line) + 1
+            if used + cost > left // 2:
+                break
+            lines.append(line)
+            shown_previous.append(e)
+            used += cost
+        return "\n".join(reversed(lines))
+
+    def render_new(left: int) -> str:
+        lines, used = [], 0
+        for t in pending:
+            line = delimit(t.id, t.text)
+            cost = ctx.budget.count(line) + 1
+            if lines and used + cost > left:
+                break
+            lines.append(line)
+            chunk.append(t)
+            used += cost
+        return "\n".join(lines)
 
     out, record = await ctx.ask(
         stage="accumulation", step="consolidate", template="consolidate", schema=Consolidation,
         variables={"target_tokens": ctx.config.knowledge_tokens},
-        fit=[("summary", render(previous)), ("new_entries", render(new_entries))],
-        evidence_ids=[t.id for t in pending],
+        fit=[("summary", render_previous), ("new_entries", render_new)],
     )
+    record.evidence_ids = [t.id for t in chunk]
+    if len(chunk) < len(pending):
+        record.notes.append(f"{len(pending) - len(chunk)} pending entries left for the next call (window)")
+    result = ConsolidationResult(consolidated=[t.id for t in chunk])
+    new_entries = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in chunk]
     if out is None:
         record.notes.append("consolidation failed: new entries appended unmerged")
         kb.summary = previous + new_entries
         result.failed = True
     else:
-        known = {t.id: t for t in kb.texts}
+        # only ids this call showed may be cited (a guessed id of an entry not shown is not)
+        shown = {i for e in shown_previous for i in e.evidence} | {t.id for t in chunk}
+        known = {t.id: t for t in kb.texts if t.id in shown}
         merged: list[SummaryFact] = []
         for st in out.statements:
             text = " ".join(sanitize(st.text).split())
@@ -79,8 +117,12 @@ async def consolidate(ctx: StageContext) -> ConsolidationResult:
                 continue
             merged.append(SummaryFact(text=text, evidence=ids, round=max(known[i].source.round for i in ids)))
         cited = {i for f in merged for i in f.evidence}
-        for entry in previous + new_entries:  # merge, never lose: uncited evidence stays as is
-            if not cited.intersection(entry.evidence):
+        unseen = [e for e in previous if not any(e is p for p in shown_previous)]
+        if unseen:
+            record.notes.append(f"{len(unseen)} earlier statement(s) not shown (window): kept unchanged")
+        merged = unseen + merged
+        for entry in [e for e in previous if e not in unseen] + new_entries:
+            if not cited.intersection(entry.evidence):  # merge, never lose: uncited evidence stays
                 merged.append(entry)
                 result.carried += entry.evidence
         if result.carried:

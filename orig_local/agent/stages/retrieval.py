@@ -126,13 +126,27 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
 
     chosen = hits
     if len(hits) > cfg.pages_per_query:
-        listing = [{"n": i, "block": delimit(f"R{i}", f"{h.title}\n{h.url}\n{h.snippet or ''}")}
-                   for i, h in enumerate(hits, 1)]
+        listed: list[int] = []
+
+        def results(left: int) -> str:  # best-ranked first, as many as the window holds
+            lines, used = [], 0
+            for i, h in enumerate(hits, 1):
+                line = delimit(f"R{i}", f"{h.title}\n{h.url}\n{h.snippet or ''}")
+                cost = ctx.budget.count(line) + 1
+                if lines and used + cost > left:
+                    break
+                lines.append(line)
+                listed.append(i)
+                used += cost
+            return "\n".join(lines)
+
         selection, rec = await ctx.ask(
             stage="retrieval", step="select_pages", template="select_pages", schema=PageSelection,
-            variables={"query": query, "results": listing, "n_pages": cfg.pages_per_query},
+            variables={"query": query, "n_pages": cfg.pages_per_query}, fit=[("results", results)],
         )
-        picked = [] if selection is None else [n for n in dict.fromkeys(selection.chosen) if 1 <= n <= len(hits)]
+        if len(listed) < len(hits):
+            rec.notes.append(f"{len(hits) - len(listed)} lower-ranked result(s) not listed (window)")
+        picked = [] if selection is None else [n for n in dict.fromkeys(selection.chosen) if n in listed]
         if picked:
             chosen = [hits[n - 1] for n in picked]
         else:
