@@ -163,3 +163,18 @@ async def test_refinement_shortlist_ranks_all_candidates_with_clip():
     shown = [f"V{x}" for x in seen[0]]
     assert sorted(shown) == sorted(best8)
     assert "clip" in next(r for r in ctx.trace.records if r.step == "shortlist").notes[0]
+
+
+async def test_prompt_is_bounded_in_the_generators_own_tokens_when_available():
+    from orig_local.agent.factory import build_agent
+    from orig_local.config import load_config
+    from orig_local.presets import load_preset
+
+    load_preset("tiny-qwen-image-edit-2509").ensure_path()
+    cfg = load_config(overrides=["generator.preset=tiny-qwen-image-edit-2509", "agent.dedup=false"])
+    agent = build_agent(cfg, chat=backbone(), retriever=make_agent().retriever, generator=False)
+    assert agent.prompt_tokens.label.startswith("tokenizer:") and agent.prompt_max_tokens == 512
+    # no tokenizer offline for the hub model: the agent's labelled estimate is used instead
+    cfg = load_config(overrides=["generator.preset=qwen-image", "agent.dedup=false"])
+    agent = build_agent(cfg, chat=backbone(), retriever=make_agent().retriever, generator=False)
+    assert agent.prompt_tokens is None and agent.prompt_max_tokens == 512

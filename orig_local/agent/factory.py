@@ -57,7 +57,8 @@ def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup
         capacity, prompt_tokens = generator_capacity(config.generator) or (None, None)
     return Agent(chat=chat, retriever=retriever, config=acfg, generator=generator or None,
                  dedup=dedup or None, prompts=config.prompts_dir, reference_capacity=capacity,
-                 prompt_max_tokens=prompt_tokens, tokens=_backbone_tokens(config),
+                 prompt_max_tokens=prompt_tokens, prompt_tokens=_generator_tokens(config),
+                 tokens=_backbone_tokens(config),
                  context_tokens=_context_tokens(config), image_tokens=_image_tokens(config))
 
 
@@ -85,6 +86,18 @@ def _image_tokens(config) -> int | None:
     preset = _backbone_preset(config)
     pixels = preset.serve.mm_processor_kwargs.get("max_pixels") if preset is not None and preset.serve else None
     return int(pixels) // (28 * 28) if pixels else None
+
+
+def _generator_tokens(config):
+    """The generator's own tokenizer (its ``tokenizer`` subfolder) when it loads offline, so P̂
+    is bounded in the text encoder's real tokens; else None (the agent's labelled estimate)."""
+    if not config.generator.preset:
+        return None
+    from orig_local.agent.budget import TokenizerTokens, make_token_counter
+    from orig_local.presets import load_preset
+
+    counter = make_token_counter(load_preset(config.generator.preset).path, subfolder="tokenizer")
+    return counter if isinstance(counter, TokenizerTokens) else None
 
 
 def _backbone_tokens(config):
