@@ -18,21 +18,23 @@ from orig_local.agent.stages.refinement import Reference, RefinementResult
 from orig_local.agent.stages.text import clean_prompt, limit_words
 from orig_local.agent.trace import StageRecord, Trace
 
-REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"], "shows": "a tower"}
+REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"], "shows": "a tower",
+       "block": '<data id="I1">a tower</data>'}
 VARIABLES = {
     "system": {},
     "bootstrap": {"max_queries": 3},
-    "select_pages": {"query": "q", "n_pages": 2,
-                     "results": [{"n": 1, "title": "T", "url": "https://x", "snippet": "s"}]},
-    "planning": {"modalities": ["text", "image"], "max_queries": 5, "knowledge": "[T1] f",
-                 "image_knowledge": "[V1] a tower", "missing": ["the lantern"], "previous_queries": ["q"]},
-    "text_filter": {"knowledge": "", "page_title": "T", "page_url": "https://x", "query": "q", "page_text": "body"},
-    "image_filter": {"knowledge": "[T1] f", "image_knowledge": "",
-                     "candidates": [{"n": 1, "title": "t", "query": "q", "page": "https://x"}]},
-    "sufficiency": {"sub_questions": ["what colour?"], "knowledge": "[T1] f", "image_knowledge": ""},
-    "refine_text": {"knowledge": "[T1] f", "candidates": [REF], "max_references": 3},
-    "refine_visual": {"text_features": ["teal bands"], "references": [REF]},
-    "extension": {"text_features": ["teal bands"], "references": [REF], "max_words": 300},
+    "select_pages": {"query": "q", "n_pages": 2, "results": '<data id="R1">T</data>'},
+    "planning": {"modalities": ["text", "image"], "max_queries": 5, "knowledge": '<data id="T1">f</data>',
+                 "image_knowledge": '<data id="V1">a tower</data>', "missing": '<data id="M1">the lantern</data>',
+                 "previous_queries": ["q"]},
+    "text_filter": {"knowledge": "", "query": "q", "page": '<data id="P">body</data>'},
+    "image_filter": {"knowledge": '<data id="T1">f</data>', "image_knowledge": "",
+                     "candidates": [{"n": 1, "query": "q", "block": '<data id="I1">t</data>'}]},
+    "sufficiency": {"sub_questions": ["what colour?"], "knowledge": '<data id="T1">f</data>', "image_knowledge": ""},
+    "consolidate": {"target_tokens": 800, "summary": "", "new_entries": '<data id="T1">f</data>'},
+    "refine_text": {"knowledge": '<data id="T1">f</data>', "candidates": [REF], "max_references": 3},
+    "refine_visual": {"text_features": ['<data id="F1">teal bands</data>'], "references": [REF], "as_references": True},
+    "extension": {"text_features": ['<data id="F1">teal bands</data>'], "references": [REF], "max_words": 300},
     "enhance": {"max_words": 300},
     "assemble": {"text_features": ["teal bands"], "references": [REF]},
 }
@@ -103,10 +105,12 @@ def test_finalize_cites_every_reference_within_budget():
                                            Reference(id="V2", contributes="the lantern")])
     long = "A tower by the sea, as in reference image 2. " + "Very detailed words here. " * 200
     out = finalize(_ctx(max_prompt_words=120), long, refined, extended=True)
-    assert out.added_citations == [1]
-    assert "Reference image 1 shows the tower" in out.final_prompt
+    # Numbers follow the order the text cites them: V2 (cited first) becomes reference image 1,
+    # the forgotten V1 gets a citing sentence as reference image 2.
+    assert out.references == ["V2", "V1"] and out.added_citations == [2]
+    assert "as in reference image 1" in out.final_prompt
+    assert "Reference image 2 shows the tower" in out.final_prompt
     assert out.words <= 120 and out.words_before_cut > out.words
-    assert out.references == ["V1", "V2"]
 
 
 def test_knowledge_dedups_and_keeps_provenance():
@@ -120,7 +124,7 @@ def test_knowledge_dedups_and_keeps_provenance():
     assert k.add_image(img, "abc", src).id == "V1" and k.add_image(img, "abc", src) is None
     data = k.to_json()
     assert data["texts"][0]["source"]["round"] == 2 and "image" not in data["images"][0]
-    assert "[T1] Teal bands. (source: https://a)" in k.render_text(1000)
+    assert [(e.text, e.evidence) for e in k.text_entries()] == [("Teal bands.", ["T1"])]
 
 
 def test_trace_totals_per_stage():

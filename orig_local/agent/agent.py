@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
+from orig_local.agent.budget import Budget, EstimatedTokens, TokenCounter
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import ImageEvidence, KnowledgeBase, Source
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.stages.accumulation import accumulate
 from orig_local.agent.stages.base import Deduper, RetrieverLike, StageContext
 from orig_local.agent.stages.bootstrap import bootstrap
+from orig_local.agent.stages.consolidation import consolidate
 from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
 from orig_local.agent.stages.planning import plan_queries
@@ -128,6 +130,13 @@ class Agent:
     Dependencies are explicit: ``chat`` is the backbone, ``retriever`` the web (or a local
     corpus), ``generator`` an optional image generator, ``dedup`` an optional embedding-based
     near-duplicate filter, ``prompts`` a :class:`PromptLibrary` or a folder of templates.
+
+    What the generator can take is known without loading it: ``reference_capacity`` (how many
+    reference images; default the generator's ``max_references``, else the config's cap) and
+    ``prompt_max_tokens`` (its text encoder's limit; default the generator's
+    ``prompt_max_tokens``). ``tokens`` counts backbone tokens (default: an estimate) and
+    ``context_tokens`` is the backbone's window and ``image_tokens`` its tokens per image
+    (``config`` values win; defaults 32768 and 1280).
     """
 
     def __init__(
@@ -138,6 +147,13 @@ class Agent:
         generator: Any = None,
         dedup: Deduper | None = None,
         prompts: PromptLibrary | str | Path | None = None,
+        *,
+        reference_capacity: int | None = None,
+        prompt_max_tokens: int | None = None,
+        prompt_tokens: TokenCounter | None = None,
+        tokens: TokenCounter | None = None,
+        context_tokens: int | None = None,
+        image_tokens: int | None = None,
     ):
         self.chat = chat
         self.retriever = retriever
@@ -145,6 +161,24 @@ class Agent:
         self.generator = generator
         self.dedup = dedup
         self.prompts = prompts if isinstance(prompts, PromptLibrary) else PromptLibrary(prompts)
+        cfg = self.config
+        if reference_capacity is None and generator is not None:
+            reference_capacity = getattr(generator, "max_references", None)
+        self.reference_capacity = cfg.max_references if reference_capacity is None else reference_capacity
+        if prompt_max_tokens is None and generator is not None:
+            prompt_max_tokens = getattr(generator, "prompt_max_tokens", None)
+        self.prompt_max_tokens = prompt_max_tokens
+        self.prompt_tokens = prompt_tokens
+        self.budget = Budget(tokens or EstimatedTokens(), context_tokens=cfg.context_tokens or context_tokens or 32768,
+                             reply_tokens=cfg.reply_tokens,
+                             image_tokens=next(v for v in (cfg.image_tokens, image_tokens, 1280) if v is not None))
+        self.text_only_warning: str | None = None
+        if cfg.condition in ("orig", "orig_img") and self.reference_capacity == 0:
+            self.text_only_warning = (
+                f"condition {cfg.condition!r} with a text-only generator: retrieved images are not passed, "
+                "only described in the prompt (the paper fed Qwen-Image-Edit for ORIG and ORIG-Img; "
+                "use an edit preset such as qwen-image-edit or qwen-image-edit-2509)")
+            log.warning("%s", self.text_only_warning)
         self._generate_lock: asyncio.Lock | None = None  # one pipeline: one image at a time
         temperature = getattr(getattr(chat, "config", None), "temperature", 0.0)
         if temperature > 0.2:  # paper App. A: backbone temperature <= 0.2
@@ -163,10 +197,14 @@ class Agent:
         prompt = " ".join(prompt.split())  # FIG-Eval prompts contain double spaces
         ctx = StageContext(chat=self.chat, retriever=self.retriever, config=cfg, prompts=self.prompts,
                            trace=_labelled_trace(self.chat, self.generator, cfg.condition),
-                           prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup)
+                           prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup,
+                           budget=self.budget, reference_capacity=self.reference_capacity,
+                           prompt_max_tokens=self.prompt_max_tokens, prompt_counter=self.prompt_tokens)
         result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
                              knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
         result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
+        if self.text_only_warning:
+            result.notes.append(self.text_only_warning)
         start = time.perf_counter()
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
@@ -222,6 +260,8 @@ class Agent:
                 return "no_new_evidence", rnd - 1
             raw = await retrieve_round(ctx, plan.text_queries, plan.image_queries)  # 4b. search
             added = await accumulate(ctx, raw)  # 4c. coarse filtering into K
+            if cfg.accumulation_filter and cfg.consolidate:
+                await consolidate(ctx)  # 4c'. K -> a compact, deduplicated summary
             if cfg.fixed_rounds is not None:  # Table 4: fixed length, no sufficiency check
                 continue
             if added.added == 0:
@@ -267,9 +307,11 @@ class Agent:
         for image in oracle.images:
             ref = ImageRef(image)
             ctx.knowledge.add_image(ref.to_pil(), ref.sha256(), src, description="gold reference")
-        images = ctx.knowledge.images[: ctx.config.max_references]
+        limit = min(ctx.config.max_references, ctx.reference_capacity)
+        images = ctx.knowledge.images[:limit]
         if len(ctx.knowledge.images) > len(images):
-            ctx.note("extension", "oracle_cap", f"{len(ctx.knowledge.images) - len(images)} gold image(s) beyond max_references not passed")
+            ctx.note("extension", "oracle_cap", f"{len(ctx.knowledge.images) - len(images)} gold image(s) beyond "
+                     f"what the generator takes ({limit}) not passed")
         return RefinementResult(
             text_features=[t.text for t in ctx.knowledge.texts],
             references=[Reference(id=v.id, contributes=v.description) for v in images],

@@ -46,14 +46,30 @@ class AgentConfig(StrictModel):
     image_top_k: int = Field(10, ge=1, le=50)  # top-10 image results per image query
     images_per_query: int = Field(5, ge=1, le=20)  # keep the top 5 that download and are unique
 
-    # --- prompt budgets (ours: keep each request well inside an 8k-32k context)
-    max_page_chars: int = Field(4000, ge=200)  # page text shown to the text filter
-    max_knowledge_chars: int = Field(4000, ge=200)  # K as rendered into later stages
+    # --- request budgets, in backbone tokens (ours). Every request must fit the backbone's
+    # context window: context_tokens (None = the backbone preset's serve.max_model_len, else
+    # 32768) minus reply_tokens, image_tokens per image and the rendered template.
+    context_tokens: int | None = Field(None, ge=1024)
+    reply_tokens: int = Field(2048, ge=128)
+    # per image; None = the backbone preset's mm max_pixels / (28*28) (Qwen2.5-VL: 1280 at
+    # max_pixels=1003520), else 1280
+    image_tokens: int | None = Field(None, ge=0)
+    # K as later stages read it (the consolidated summary); paper Table 6: ~830 tokens reach
+    # refinement. Over this, the least relevant / redundant statements are cut (and traced).
+    knowledge_tokens: int = Field(2000, ge=100)
+    max_page_tokens: int = Field(3000, ge=100)  # page text shown to the text filter
+    # Consolidate K into a deduplicated summary after each round (one backbone call); off =
+    # later stages read K's entries as they are (cut to knowledge_tokens when needed).
+    consolidate: bool = True
     max_images_per_call: int = Field(8, ge=1)  # matches the presets' vLLM limit_mm_per_prompt
     # Reference images passed to the generator (paper: ORIG used 2.1 on average; Qwen-Image-Edit
-    # style pipelines accept a few). The refinement keeps at most this many.
+    # style pipelines accept a few). The refinement keeps at most min(this, the generator's
+    # reference capacity: 0 text-only, 1 Qwen-Image-Edit / FLUX-Kontext, 3 Qwen-Image-Edit-2509).
     max_references: int = Field(3, ge=0, le=8)
     max_prompt_words: int = Field(300, ge=20)  # paper: final prompt of about 300 words or fewer
+    max_prompt_chars: int = Field(2400, ge=200)  # hard cap whatever the words (a 1 MB "word")
+    # Generator text-encoder tokens; None = the generator's own limit (max_sequence_length).
+    max_prompt_tokens: int | None = Field(None, ge=16)
 
     # Embedding (CLIP) near-duplicate removal of images before the VLM sees them and again
     # before refinement; exact and dHash duplicates are always dropped.

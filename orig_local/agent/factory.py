@@ -48,8 +48,67 @@ def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup
         from orig_local.generation import make_generator
 
         generator = make_generator(config.generator, progress=config.progress)
+    # What the configured generator takes is known from its preset even when it is not built
+    # here (the benchmark's agent phase passes generator=False and generates later).
+    capacity = prompt_tokens = None
+    if not generator and config.generator.preset:
+        from orig_local.generation import generator_capacity
+
+        capacity, prompt_tokens = generator_capacity(config.generator) or (None, None)
     return Agent(chat=chat, retriever=retriever, config=acfg, generator=generator or None,
-                 dedup=dedup or None, prompts=config.prompts_dir)
+                 dedup=dedup or None, prompts=config.prompts_dir, reference_capacity=capacity,
+                 prompt_max_tokens=prompt_tokens, prompt_tokens=_generator_tokens(config),
+                 tokens=_backbone_tokens(config),
+                 context_tokens=_context_tokens(config), image_tokens=_image_tokens(config))
+
+
+def _backbone_preset(config):
+    # the simulated/scripted stand-ins have no window of their own, whatever preset is named
+    if not config.backbone.preset or config.backbone.backend in ("simulated", "scripted"):
+        return None
+    from orig_local.presets import load_preset
+
+    try:
+        return load_preset(config.backbone.preset)
+    except Exception:  # an unknown preset is the chat model's error to report, not ours
+        return None
+
+
+def _context_tokens(config) -> int | None:
+    """The backbone's context window: its preset's vLLM ``max_model_len``."""
+    preset = _backbone_preset(config)
+    return preset.serve.max_model_len if preset is not None and preset.serve else None
+
+
+def _image_tokens(config) -> int | None:
+    """Vision tokens per image: Qwen2.5-VL uses one token per 28x28 patch group, and the preset
+    caps pixels per image (``mm_processor_kwargs.max_pixels``)."""
+    preset = _backbone_preset(config)
+    pixels = preset.serve.mm_processor_kwargs.get("max_pixels") if preset is not None and preset.serve else None
+    return int(pixels) // (28 * 28) if pixels else None
+
+
+def _generator_tokens(config):
+    """The generator's own tokenizer (its ``tokenizer`` subfolder) when it loads offline, so P̂
+    is bounded in the text encoder's real tokens; else None (the agent's labelled estimate)."""
+    if not config.generator.preset:
+        return None
+    from orig_local.agent.budget import TokenizerTokens, make_token_counter
+    from orig_local.presets import load_preset
+
+    counter = make_token_counter(load_preset(config.generator.preset).path, subfolder="tokenizer")
+    return counter if isinstance(counter, TokenizerTokens) else None
+
+
+def _backbone_tokens(config):
+    """Count with the backbone's own tokenizer when it loads offline, else an estimate.
+    The simulated/scripted stand-ins have no tokenizer."""
+    from orig_local.agent.budget import EstimatedTokens, make_token_counter
+
+    preset = _backbone_preset(config)
+    if preset is None:
+        return EstimatedTokens()
+    return make_token_counter(preset.path if preset is not None else None)
 
 
 def _embedder(config, cache_dir):
@@ -61,7 +120,10 @@ def _embedder(config, cache_dir):
 def _make_dedup(config, embedder):
     from orig_local.embeddings.dedup import ImageDeduplicator
 
-    return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold)
+    from orig_local.agent.stages.retrieval import DHASH_MAX_DISTANCE
+
+    # sha256, then dHash (resized / recompressed copies, also against K), then CLIP (crops).
+    return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold, dhash_max_bits=DHASH_MAX_DISTANCE)
 
 
 async def arun_agent(prompt: str, config=None, out_dir: str | Path | None = None, *, oracle=None,

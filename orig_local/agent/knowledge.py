@@ -29,6 +29,14 @@ class TextEvidence(BaseModel):
     source: Source
 
 
+class SummaryFact(BaseModel):
+    """One statement of the consolidated knowledge summary, with the K entries it rests on."""
+
+    text: str
+    evidence: list[str]  # TextEvidence ids (provenance), never empty
+    round: int = 0  # the newest round among its evidence
+
+
 class ImageEvidence(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -51,6 +59,10 @@ class KnowledgeBase:
         self.images: list[ImageEvidence] = []
         self._seen_text: set[str] = set()
         self._seen_images: set[str] = set()
+        # The consolidated summary of K's text (paper §3.2.1, Table 6): deduplicated statements
+        # with provenance. Entries not folded into it yet are ``pending_texts()``.
+        self.summary: list[SummaryFact] = []
+        self.consolidated: set[str] = set()  # TextEvidence ids folded into the summary
 
     def __len__(self) -> int:
         return len(self.texts) + len(self.images)
@@ -85,28 +97,25 @@ class KnowledgeBase:
     def text_by_id(self, eid: str) -> TextEvidence | None:
         return next((t for t in self.texts if t.id == eid), None)
 
-    def render_text(self, max_chars: int) -> str:
-        """K's text as prompt lines ``[T1] fact (source: url)``; newest entries are cut first."""
-        lines: list[str] = []
-        used = 0
-        for t in self.texts:
-            line = f"[{t.id}] {t.text}" + (f" (source: {t.source.url})" if t.source.url else "")
-            if used + len(line) > max_chars:
-                lines.append(f"[... {len(self.texts) - len(lines)} more entries omitted]")
-                break
-            lines.append(line)
-            used += len(line) + 1
-        return "\n".join(lines)
+    def pending_texts(self) -> list[TextEvidence]:
+        """Text entries not yet folded into the consolidated summary (oldest first)."""
+        return [t for t in self.texts if t.id not in self.consolidated]
+
+    def text_entries(self) -> list[SummaryFact]:
+        """What later stages read as K's text: the consolidated summary, then every entry not
+        folded into it yet (each as its own statement), oldest first."""
+        pending = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in self.pending_texts()]
+        return list(self.summary) + pending
 
     def render_images(self) -> str:
-        """One line per image in K (descriptions only; pixels are sent separately)."""
-        return "\n".join(
-            f"[{v.id}] {v.description or 'image'} (from: {v.page_url or v.url or 'unknown'})"
-            for v in self.images
-        )
+        """One data block per image in K (descriptions only; pixels are sent separately)."""
+        from orig_local.agent.untrusted import delimit
+
+        return "\n".join(delimit(v.id, v.description or "image") for v in self.images)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "texts": [t.model_dump(mode="json") for t in self.texts],
             "images": [v.model_dump(mode="json") for v in self.images],
+            "summary": [f.model_dump(mode="json") for f in self.summary],
         }

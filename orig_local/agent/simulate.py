@@ -148,6 +148,52 @@ def _prompt_of(text: str) -> str:
     return ""
 
 
+_DATA = re.compile(r'<data id="([^"]*)">(.*?)</data>', re.S)
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """The (id, content) of every data block in ``text``, in order."""
+    return [(m.group(1), m.group(2).strip()) for m in _DATA.finditer(text)]
+
+
+_TITLE_PREFIX = re.compile(r"^(?:[^.:]{1,80}?:\s+)+(?=[A-Z0-9])")
+
+
+def _merge_statements(entries: list[tuple[list[str], str]]) -> list[tuple[list[str], str]]:
+    """Deduplicate statements the way a careful model would, deterministically: entries are
+    split into sentences (a snippet's "Title: " prefix dropped); a sentence cut off mid-way (a
+    search snippet's end) is left out; a sentence whose words another sentence already says
+    is folded into it, its evidence ids moving along."""
+    parts: list[tuple[list[str], str]] = []
+    fragments: list[tuple[list[str], str]] = []
+    for ids, text in entries:
+        for sentence in re.split(r"(?<=[.!?])\s+", _TITLE_PREFIX.sub("", text.strip())):
+            sentence = sentence.strip()
+            if len(sentence) > 10:
+                (parts if sentence[-1] in ".!?" else fragments).append((list(ids), sentence))
+    for ids, fragment in fragments:  # a cut-off snippet end: folded into what says it in full
+        fw = _words(fragment)
+        best = max(range(len(parts)), key=lambda j: len(fw & _words(parts[j][1])), default=None)
+        if best is not None and len(fw & _words(parts[best][1])) >= 0.6 * len(fw):
+            parts[best] = (list(dict.fromkeys(parts[best][0] + ids)), parts[best][1])
+        else:
+            parts.append((list(ids), fragment.rsplit(" ", 1)[0] + "."))
+    words = [_words(t) for _, t in parts]
+    alive = list(range(len(parts)))
+    for i in sorted(range(len(parts)), key=lambda i: (len(words[i]), i)):  # shortest first
+        others = [j for j in alive if j != i and words[j]]
+        if not words[i] or not others:
+            continue
+        best = max(others, key=lambda j: (len(words[i] & words[j]), -j))
+        if len(words[i] & words[best]) >= 0.85 * len(words[i]):
+            alive.remove(i)
+            # the same statement twice: keep the plainer (shorter) wording
+            same = len(words[i] & words[best]) >= 0.85 * len(words[best])
+            text = parts[i][1] if same and len(parts[i][1]) < len(parts[best][1]) else parts[best][1]
+            parts[best] = (list(dict.fromkeys(parts[best][0] + parts[i][0])), text)
+    return [parts[i] for i in sorted(alive)]
+
+
 def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts: int = 12,
                    image_queries: bool = True) -> Callable[[list, Any], str]:
     """A ``(messages, schema) -> str`` reply function for the whole agent (see module doc).
@@ -173,26 +219,44 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
                 {"question": f"What does {prompt} look like?", "modality": "image", "reason": "appearance"}],
                 "text_queries": tq, "image_queries": iq})
         if name == "TextFilter":
-            page = _after(text, "\nPage found by the query").split("\n", 1)[-1]
-            facts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", page) if len(s.strip()) > 10]
-            return json.dumps({"relevant": True, "consistent": True, "facts": facts[:max_facts]})
+            page = next((b for i, b in _blocks(text) if i == "P"), "")
+            body = page.split("\n", 2)[-1]  # title and URL lines first
+            body = "\n".join(ln for ln in body.splitlines() if not ln.lstrip().startswith("#"))  # headings
+            facts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body) if len(s.strip()) > 10]
+            return json.dumps({"reason": "about the prompt", "relevant": True, "consistent": True,
+                               "facts": facts[:max_facts]})
         if name == "ImageFilter":
-            return json.dumps({"decisions": [{"image": i, "keep": True, "shows": f"candidate {i}"}
+            titles = {i: b.split("\n")[0] for i, b in _blocks(text) if re.fullmatch(r"I\d+", i)}
+            return json.dumps({"decisions": [{"image": i, "shows": titles.get(f"I{i}", f"candidate {i}"),
+                                              "reason": "fits", "keep": True}
                                              for i in range(1, n_images + 1)]})
+        if name == "Consolidation":
+            entries = [([e.strip() for e in i.split(",")], b) for i, b in _blocks(text)]
+            merged = _merge_statements(entries)
+            return json.dumps({"reason": "merged repeats", "statements": [
+                {"evidence": ids, "text": t} for ids, t in merged]})
         if name == "Sufficiency":
             ok = sufficient(text) if callable(sufficient) else sufficient
-            return json.dumps({"reason": "checked", "sufficient": ok, "missing": [] if ok else ["more detail"]})
+            return json.dumps({"reason": "checked", "missing": [] if ok else ["more detail"], "sufficient": ok})
         if name == "RefinedText":
-            facts = re.findall(r"^\[T\d+\] (.*?)(?: \(source: [^)]*\))?$", text, re.M)
-            return json.dumps({"features": facts[:max_facts], "keep_images": list(range(1, n_images + 1))})
+            knowledge = _after(text, "\nKnowledge:\n").split("\nImages (shown", 1)[0]
+            facts = [b for i, b in _blocks(knowledge)]
+            # the statements most about the prompt's subject first (stable), as a model would
+            want = _words(prompt)
+            chosen = set(sorted(range(len(facts)), key=lambda i: (-len(_words(facts[i]) & want), i))[:max_facts])
+            facts = [f for i, f in enumerate(facts) if i in chosen]  # K's order among those chosen
+            return json.dumps({"features": facts, "keep_images": list(range(1, n_images + 1))})
         if name == "VisualFeatures":
-            return json.dumps({"images": [{"image": i, "contributes": f"the look of reference {i}",
+            shows = {i: b.split("\n")[0] for i, b in _blocks(text) if re.fullmatch(r"I\d+", i)}
+            return json.dumps({"images": [{"image": i, "contributes": shows.get(f"I{i}", f"the look of image {i}"),
                                            "preserve": ["colours", "shape"], "ignore": ["background"]}
                                           for i in range(1, n_images + 1)]})
         if name == "Extension":
-            features = re.findall(r"^- (.*)$", _after(text, "Visual descriptors:"), re.M)
-            refs = " ".join(f"Follow reference image {i} for the appearance." for i in range(1, n_images + 1))
-            return json.dumps({"prompt": f"{prompt}. {' '.join(features)} {refs}".strip()})
+            section = _after(text, "Visual descriptors:").split("\nReference images:", 1)[0]
+            features = [b.rstrip(".") + "." for i, b in _blocks(section)]
+            refs = " ".join(f"Reference image {n} shows {b.split(';')[0]}: keep its look." for n, (i, b) in enumerate(
+                _blocks(_after(text, "\nReference images:")), 1))
+            return json.dumps({"prompt": f"{prompt.rstrip('.')}. {' '.join(features)} {refs}".strip()})
         if name == "EnhancedPrompt":
             return json.dumps({"prompt": f"{prompt}, rendered in rich, accurate detail."})
         raise ValueError(f"orig_responder: no scripted answer for schema {name!r}")

@@ -34,4 +34,20 @@ def make_generator(config: GeneratorConfig, *, progress: bool = False) -> Genera
     return cls(preset, config, progress=progress)
 
 
-__all__ = ["BACKENDS", "GenerationRequest", "GenerationResult", "Generator", "GeneratorConfig", "make_generator"]
+def generator_capacity(config: GeneratorConfig) -> tuple[int, int] | None:
+    """``(reference images, prompt tokens)`` the configured generator takes, without loading
+    it (None when no preset is set): Qwen-Image, FLUX and SD3 take 0 references,
+    Qwen-Image-Edit and FLUX-Kontext 1, Qwen-Image-Edit-2509 up to 3."""
+    from orig_local._lazy import resolve
+    from orig_local.presets import load_preset
+
+    if not config.preset:
+        return None
+    preset = load_preset(config.preset)
+    if not preset.generator:
+        return None
+    cls = resolve("generator", BACKENDS, preset.generator)
+    return cls.capacity(preset, config)
+
+
+__all__ = ["BACKENDS", "generator_capacity", "GenerationRequest", "GenerationResult", "Generator", "GeneratorConfig", "make_generator"]

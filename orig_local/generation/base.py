@@ -31,7 +31,8 @@ class GenerationResult:
 @runtime_checkable
 class Generator(Protocol):
     name: str
-    max_references: int  # 0 for text-only generators
+    max_references: int  # reference images it receives: 0 text-only, 1 edit models, N multi-image
+    prompt_max_tokens: int  # text-encoder tokens of the prompt it reads (longer prompts are cut)
 
     def generate(self, request: GenerationRequest) -> GenerationResult: ...
 

@@ -75,23 +75,36 @@ class DiffusersGenerator:
     # white canvas of the requested size, and the result's notes say so, instead of failing.
     requires_reference: ClassVar[bool] = False
     default_negative_prompt: ClassVar[str | None] = None
+    # Text-encoder tokens the pipeline reads by default (its max_sequence_length); a preset's
+    # or run's max_sequence_length overrides it. The agent bounds P̂ to this (see capacity()).
+    default_max_sequence_length: ClassVar[int] = 512
 
     def __init__(self, preset, config: GeneratorConfig | None = None, progress: bool = False):
         self.preset = preset
         self.config = config or GeneratorConfig(preset=preset.name)
         self.name = preset.name
         self.progress = progress
-        limit = self.model_max_references if self.reference_kwarg else 0
-        if preset.max_references is not None:
-            limit = min(limit, preset.max_references)
-        if self.config.max_references is not None:
-            limit = min(limit, self.config.max_references)
-        self.max_references = limit
+        self.max_references, self.prompt_max_tokens = self.capacity(preset, self.config)
         self.device = pick_device(self.config.device)
         self.loads = 0
         self._pipe = None
         # diffusers pipelines keep per-call state (scheduler timesteps): one call at a time.
         self._lock = threading.RLock()
+
+    @classmethod
+    def capacity(cls, preset, config: GeneratorConfig | None = None) -> tuple[int, int]:
+        """(reference images the generator receives, text-encoder tokens of its prompt), from
+        the class, the preset and the run config only: nothing is loaded."""
+        limit = cls.model_max_references if cls.reference_kwarg else 0
+        if preset.max_references is not None:
+            limit = min(limit, preset.max_references)
+        if config is not None and config.max_references is not None:
+            limit = min(limit, config.max_references)
+        tokens = cls.default_max_sequence_length
+        for source in (preset.defaults, config.call_kwargs if config is not None else {}):
+            if source.get("max_sequence_length"):
+                tokens = int(source["max_sequence_length"])
+        return limit, tokens
 
     # -- loading -------------------------------------------------------------------------
     @property

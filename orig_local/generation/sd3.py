@@ -8,3 +8,4 @@ from orig_local.generation.diffusers_base import DiffusersGenerator
 class StableDiffusion3Generator(DiffusersGenerator):
     pipeline_class = "StableDiffusion3Pipeline"
     guidance_kwarg = "guidance_scale"
+    default_max_sequence_length = 256  # the pipeline's T5 default (its CLIP encoders read 77)

@@ -4,8 +4,9 @@ First text: each page read this round is checked against P and K (aligned with t
 consistent with what K holds) and reduced to short facts. Then images: the candidates are shown
 to the VLM beside the text evidence (K after this round's text) and kept only if they fit it.
 Both steps run their calls concurrently. With ``accumulation_filter`` off (paper Table 5, "w.o.
-Knowledge Accumulation") everything retrieved enters K unfiltered: pages as truncated passages,
-all images.
+Knowledge Accumulation") everything retrieved enters K unfiltered: pages as whole passages (each
+truncated to an equal share of the token budget wherever K is rendered), all images. Sentences
+that read like instructions to the model are removed from pages either way.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
+from orig_local.agent.budget import truncate_to_tokens
 from orig_local.agent.stages.retrieval import RetrievedImage, RetrievedPage, RoundRetrieval
+from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize
 
 
 class TextFilter(BaseModel):
+    # reasoning first: under guided decoding the model writes fields in schema order
+    reason: str = Field("", description="one or two sentences on relevance and consistency")
     relevant: bool = Field(description="the page is about what the prompt shows")
     consistent: bool = Field(description="the page does not contradict the knowledge so far")
     facts: list[str] = Field(default_factory=list, max_length=12,
@@ -28,9 +33,9 @@ class TextFilter(BaseModel):
 
 class ImageDecision(BaseModel):
     image: int = Field(description="the image's number")
-    keep: bool
     shows: str = Field("", description="what the image shows, in a few words")
     reason: str = ""
+    keep: bool
 
 
 class ImageFilter(BaseModel):
@@ -66,14 +71,25 @@ def _source(item: RetrievedPage | RetrievedImage, url: str | None) -> Source:
 
 
 async def _filter_page(ctx: StageContext, page: RetrievedPage, result: AccumulationResult) -> None:
+    # Sentences addressed to the model (injected instructions) never reach it, even as data.
+    text, injected = drop_instructions(page.text)
+    cut: list[bool] = []
+
+    def page_block(left: int) -> str:
+        body, was_cut = truncate_to_tokens(text, min(left, ctx.config.max_page_tokens) - 40, ctx.budget.counter)
+        cut.append(was_cut)
+        return delimit("P", f"{page.title}\n{page.url}\n{body}")
+
     verdict, record = await ctx.ask(
         stage="accumulation", step="text_filter", template="text_filter", schema=TextFilter,
-        variables={
-            "knowledge": ctx.knowledge.render_text(ctx.config.max_knowledge_chars),
-            "page_title": page.title, "page_url": page.url, "query": page.query,
-            "page_text": page.text[: ctx.config.max_page_chars],
-        },
+        variables={"query": page.query},
+        fit=[("knowledge", ctx.knowledge_filler("accumulation")), ("page", page_block)],
     )
+    if injected:
+        record.notes.append(f"{len(injected)} instruction-like sentence(s) removed from the page: "
+                            + " | ".join(x[:80] for x in injected[:3]))
+    if any(cut):
+        record.notes.append(f"page text cut to fit the token budget ({ctx.budget.counter.label})")
     if verdict is None:
         result.failed_calls += 1
         return
@@ -81,22 +97,22 @@ async def _filter_page(ctx: StageContext, page: RetrievedPage, result: Accumulat
         result.rejected_pages += 1
         return
     for fact in verdict.facts:
-        item = ctx.knowledge.add_text(fact, _source(page, page.url))
+        if looks_like_instruction(fact):
+            record.notes.append(f"instruction-like fact dropped: {fact[:120]!r}")
+            continue
+        item = ctx.knowledge.add_text(sanitize(fact), _source(page, page.url))
         if item:
             result.added_text.append(item.id)
             record.evidence_ids.append(item.id)
 
 
 async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result: AccumulationResult) -> None:
-    listing = [{"n": i, "title": im.title, "query": im.query, "page": im.page_url or ""}
+    listing = [{"n": i, "query": im.query, "block": delimit(f"I{i}", f"{im.title}\n{im.page_url or ''}")}
                for i, im in enumerate(images, 1)]
     verdict, record = await ctx.ask(
         stage="accumulation", step="image_filter", template="image_filter", schema=ImageFilter,
-        variables={
-            "knowledge": ctx.knowledge.render_text(ctx.config.max_knowledge_chars),
-            "image_knowledge": ctx.knowledge.render_images(),
-            "candidates": listing,
-        },
+        variables={"image_knowledge": ctx.knowledge.render_images(), "candidates": listing},
+        fit=[("knowledge", ctx.knowledge_filler("accumulation"))],
         images=[im.image for im in images],
     )
     if verdict is None:
@@ -110,8 +126,9 @@ async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result
         if d is None or not d.keep:
             result.rejected_images += 1
             continue
+        shows = d.shows if d.shows and not looks_like_instruction(d.shows) else im.title
         item = ctx.knowledge.add_image(im.image, im.sha256, _source(im, im.page_url), url=im.url,
-                                       page_url=im.page_url, description=d.shows or im.title)
+                                       page_url=im.page_url, description=shows)
         if item:
             result.added_images.append(item.id)
             record.evidence_ids.append(item.id)
@@ -119,7 +136,9 @@ async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result
 
 def _add_unfiltered(ctx: StageContext, raw: RoundRetrieval, result: AccumulationResult) -> None:
     for page in raw.pages:
-        item = ctx.knowledge.add_text(page.text[: ctx.config.max_page_chars], _source(page, page.url), kind="passage")
+        # Whole passages: each is truncated to its share wherever K is rendered (so all fit).
+        text, _ = drop_instructions(page.text)
+        item = ctx.knowledge.add_text(text, _source(page, page.url), kind="passage")
         if item:
             result.added_text.append(item.id)
     for im in raw.images:

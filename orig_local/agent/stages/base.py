@@ -11,14 +11,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel
 
+from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.knowledge import KnowledgeBase
+from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.trace import StageRecord, Trace, messages_digest
+from orig_local.agent.untrusted import delimit
 from orig_local.embeddings.clip import image_sha256
 from orig_local.llm.base import (BaseChatModel, ChatError, ImageRef, Message, StructuredOutputError, system,
                                  user)
@@ -67,6 +69,11 @@ class StageContext:
     seen_images: dict[str, int | None] = field(default_factory=dict)  # sha256 -> dHash, this run
     search_failures: int = 0  # searches that failed outright (no hits, failures reported)
     searches: int = 0
+    budget: Budget = field(default_factory=lambda: Budget(EstimatedTokens()))
+    reference_capacity: int = 3  # references the generator can take (min with max_references)
+    prompt_max_tokens: int | None = None  # the generator's text-encoder limit, when known
+    prompt_counter: Any = None  # TokenCounter for the generator's text encoder
+    focus: list[str] = field(default_factory=list)  # what the last sufficiency check found missing
     _refs: dict[int, ImageRef] = field(default_factory=dict, repr=False)
     _hashes: dict[int, str] = field(default_factory=dict, repr=False)
 
@@ -80,17 +87,33 @@ class StageContext:
         variables: dict[str, Any],
         images: Sequence[Any] = (),
         evidence_ids: Sequence[str] = (),
+        fit: Sequence[tuple[str, Callable[[int], str]]] = (),
     ) -> tuple[T | None, StageRecord]:
         """Render ``template``, ask the backbone for a ``schema`` reply, record it in the trace.
 
         Images are appended after the text, each announced by its 1-based label ("Image 2:"),
         so the text that is fixed across requests stays a shared prefix.
+        ``fit``: (variable, filler) pairs filled in order, each filler getting the tokens left
+        once the system prompt, the rest of the template, the images and the reply are reserved.
         Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
+        system_text = self.prompts.render("system")
+        budget_note = None
+        if fit:
+            variables = dict(variables)
+            fixed = self.prompts.render(template, prompt=self.prompt, **variables, **{n: "" for n, _ in fit})
+            left = self.budget.available(system_text + fixed, images=len(images))
+            if left <= 0:
+                budget_note = (f"no room for evidence: template, {len(images)} image(s) and the reply fill the "
+                               f"{self.budget.context_tokens}-token window")
+                log.warning("%s/%s: %s", stage, step, budget_note)
+            for name, fill in fit:
+                variables[name] = fill(left)
+                left = max(left - self.budget.count(variables[name]), 0)
         text = self.prompts.render(template, prompt=self.prompt, **variables)
         parts: list[Any] = [text]
         for i, image in enumerate(images, 1):
             parts += [f"\nImage {i}:", self._image_ref(image)]
-        messages: list[Message] = [system(self.prompts.render("system")), user(*parts)]
+        messages: list[Message] = [system(system_text), user(*parts)]
         canonical = [self._canonical(m) for m in messages]
         record = StageRecord(
             stage=stage, step=step, round=self.round, template=template,
@@ -98,6 +121,8 @@ class StageContext:
             messages=canonical if self.config.trace_messages else None,
             evidence_ids=list(evidence_ids), started_s=self.trace.elapsed(),
         )
+        if budget_note:
+            record.notes.append(budget_note)
         start = time.perf_counter()
         parsed: T | None = None
         try:
@@ -159,3 +184,96 @@ class StageContext:
         record = StageRecord(stage=stage, step=step, round=self.round, started_s=self.trace.elapsed(),
                              notes=[message], **fields)
         return self.trace.add(record)
+
+    # ------------------------------------------------------------------ K within a budget
+
+    def knowledge_filler(self, stage: str, cap: int | None = None) -> Callable[[int], str]:
+        """A ``fit`` filler rendering K's text (:meth:`render_knowledge`) into what is left."""
+        limit = self.config.knowledge_tokens if cap is None else cap
+        return lambda left: self.render_knowledge(min(left, limit), stage)
+
+    def render_knowledge(self, max_tokens: int, stage: str) -> str:
+        """K's text as data blocks within ``max_tokens``.
+
+        Normally that is the consolidated summary (plus entries not folded in yet). When it does
+        not fit, statements are cut least useful first: those repeating another statement
+        (older first), then those sharing fewest words with the prompt and what is missing
+        (older first on ties). Raw passages (the accumulation ablation) are each truncated to
+        an equal share instead, so that every passage is seen. Every cut goes into the trace."""
+        entries = self.knowledge.text_entries()
+        if not entries:
+            return ""
+        counter = self.budget.counter
+        kinds = {t.id: t.kind for t in self.knowledge.texts}
+        passages = any(kinds.get(e.evidence[0]) == "passage" for e in entries)
+        blocks = [_block(e) for e in entries]
+        total = sum(counter.count(b) + 1 for b in blocks)
+        if total <= max_tokens:
+            return "\n".join(blocks)
+        if passages:
+            # Water-filling: short entries keep their length, the long ones share the rest.
+            costs = [counter.count(e.text) for e in entries]
+            remaining = max(max_tokens - 16 * len(entries), 0)  # 16: a block's id and delimiters
+            shares: dict[int, int] = {}
+            for k, i in enumerate(sorted(range(len(entries)), key=lambda i: costs[i])):
+                shares[i] = min(costs[i], remaining // (len(entries) - k))
+                remaining -= shares[i]
+            share = max(shares.values())
+            out, cut = [], []
+            for i, e in enumerate(entries):
+                text, was_cut = truncate_to_tokens(e.text, shares[i], counter)
+                if was_cut:
+                    cut.append(e.evidence[0])
+                if text:
+                    out.append(_block(SummaryFact(text=text, evidence=e.evidence, round=e.round)))
+            self.note(stage, "knowledge_cut", f"{len(cut)} passage(s) truncated to ~{share} tokens each to fit "
+                      f"{max_tokens} tokens ({counter.label})", evidence_ids=cut,
+                      output={"budget_tokens": max_tokens, "truncated": cut, "counter": counter.label})
+            return "\n".join(out)
+        order = _cut_order(entries, self.prompt + " " + " ".join(self.focus))
+        keep = set(range(len(entries)))
+        cost = [counter.count(b) + 1 for b in blocks]
+        cut_entries = []
+        for i in order:
+            if total <= max_tokens:
+                break
+            keep.discard(i)
+            total -= cost[i]
+            cut_entries.append(entries[i])
+        self.note(stage, "knowledge_cut",
+                  f"{len(cut_entries)} statement(s) of K left out to fit {max_tokens} tokens ({counter.label})",
+                  evidence_ids=[eid for e in cut_entries for eid in e.evidence],
+                  output={"budget_tokens": max_tokens, "counter": counter.label,
+                          "cut": [{"evidence": e.evidence, "round": e.round, "text": e.text[:200]} for e in cut_entries]})
+        return "\n".join(blocks[i] for i in sorted(keep))
+
+
+def _block(entry: SummaryFact) -> str:
+    return delimit(",".join(entry.evidence), entry.text)
+
+
+def _words(text: str) -> set[str]:
+    import re
+
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
+
+
+def _cut_order(entries: list[SummaryFact], focus: str) -> list[int]:
+    """Indices in the order they should be cut: redundant statements first (the older of two
+    that mostly say the same), then by relevance to ``focus`` (fewest shared words first, older
+    first on ties)."""
+    words = [_words(e.text) for e in entries]
+    redundant = []
+    for i, w in enumerate(words):
+        if not w:
+            redundant.append(i)
+            continue
+        for j in range(len(entries)):
+            if j != i and words[j] and len(w & words[j]) / len(w) >= 0.8 and (
+                    len(words[j]) > len(w) or (len(words[j]) == len(w) and j > i)):
+                redundant.append(i)
+                break
+    want = _words(focus)
+    rest = sorted((i for i in range(len(entries)) if i not in set(redundant)),
+                  key=lambda i: (len(words[i] & want), entries[i].round, i))
+    return sorted(redundant, key=lambda i: (entries[i].round, i)) + rest

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.retrieval import search_snippets
+from orig_local.agent.untrusted import drop_instructions, sanitize
 
 
 class Entity(BaseModel):
@@ -55,6 +56,11 @@ async def bootstrap(ctx: StageContext) -> BootstrapResult:
     for query, (hits, _failed) in zip(queries, outcomes):
         for hit in hits[: cfg.bootstrap_snippets_per_query]:
             text = f"{hit.title}: {hit.snippet}" if hit.snippet else hit.title
+            text, injected = drop_instructions(sanitize(text))  # snippets enter K unfiltered
+            if injected:
+                ctx.note("bootstrap", "snippet_filter", f"instruction-like text dropped from a snippet of {hit.url}")
+            if not text:
+                continue
             item = ctx.knowledge.add_text(
                 text, Source(url=hit.url, title=hit.title, query=query, round=0, origin="bootstrap"),
                 kind="snippet",

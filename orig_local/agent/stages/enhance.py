@@ -6,7 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.stages.text import clean_prompt, limit_words
+from orig_local.agent.budget import EstimatedTokens
+from orig_local.agent.stages.text import bound_prompt, sanitize_prompt, word_count
 
 
 class EnhancedPrompt(BaseModel):
@@ -24,9 +25,11 @@ async def enhance_prompt(ctx: StageContext) -> EnhanceResult:
         stage="enhance", step="expand", template="enhance", schema=EnhancedPrompt,
         variables={"max_words": ctx.config.max_prompt_words},
     )
-    text = clean_prompt(out.prompt) if out is not None else ""
+    text = sanitize_prompt(out.prompt) if out is not None else ""
     if not text:
         record.notes.append("no usable prompt: the original prompt is used")
         return EnhanceResult(final_prompt=ctx.prompt, enhanced=False)
-    final, before = limit_words(text, ctx.config.max_prompt_words)
-    return EnhanceResult(final_prompt=final, enhanced=True, words_before_cut=before)
+    cfg = ctx.config
+    final, _ = bound_prompt(text, cfg.max_prompt_words, cfg.max_prompt_chars, cfg.max_prompt_tokens or ctx.prompt_max_tokens,
+                            ctx.prompt_counter or EstimatedTokens())
+    return EnhanceResult(final_prompt=final, enhanced=True, words_before_cut=word_count(text))

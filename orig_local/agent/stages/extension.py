@@ -18,9 +18,14 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.refinement import RefinementResult
-from orig_local.agent.stages.text import clean_prompt, limit_words, word_count
+from orig_local.agent.budget import EstimatedTokens
+from orig_local.agent.stages.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
+from orig_local.agent.untrusted import delimit, looks_like_instruction
 
 _CITE = re.compile(r"reference\s+image\s*#?\s*(\d+)", re.I)
+# any mention of a reference picture (for a generator that receives none)
+_MENTION = re.compile(r"\breference\s+(image|picture|photo|photograph|shot)s?\b"
+                      r"|\b(as|like)\s+(in|on)\s+the\s+reference\b", re.I)
 
 
 class Extension(BaseModel):
@@ -37,13 +42,23 @@ class ExtensionResult(BaseModel):
 
 
 def _reference_view(refined: RefinementResult) -> list[dict]:
-    return [{"n": i, "id": r.id, "contributes": r.contributes, "preserve": r.preserve, "ignore": r.ignore}
+    return [{"n": i, "id": r.id, "contributes": r.contributes, "preserve": r.preserve, "ignore": r.ignore,
+             "block": delimit(f"I{i}", _describe(r))}
             for i, r in enumerate(refined.references, 1)]
+
+
+def _describe(r) -> str:
+    text = r.contributes or "the subject"
+    if r.preserve:
+        text += "; keep: " + ", ".join(r.preserve)
+    if r.ignore:
+        text += "; ignore: " + ", ".join(r.ignore)
+    return text
 
 
 async def extend_prompt(ctx: StageContext, refined: RefinementResult) -> ExtensionResult:
     variables = {
-        "text_features": refined.text_features,
+        "text_features": [delimit(f"F{i}", f) for i, f in enumerate(refined.text_features, 1)],
         "references": _reference_view(refined),
         "max_words": ctx.config.max_prompt_words,
     }
@@ -73,20 +88,72 @@ def assemble_prompt(ctx: StageContext, refined: RefinementResult, stage: str = "
     return result
 
 
+def _what(ref) -> str:
+    """What a reference contributes, without citation-like text of its own."""
+    return " ".join(_CITE.sub("", ref.contributes).split()).rstrip(".") or "the subject"
+
+
 def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extended: bool) -> ExtensionResult:
-    """Clean, add missing citations, cut to the word budget (citations kept)."""
-    body = clean_prompt(text)
-    n_refs = len(refined.references)
-    cited = {int(m) for m in _CITE.findall(body)}
-    missing = [n for n in range(1, n_refs + 1) if n not in cited]
-    tail = " ".join(
-        f"Reference image {n} shows {refined.references[n - 1].contributes or 'the subject'}; follow its appearance."
-        for n in missing
-    )
-    budget = max(ctx.config.max_prompt_words - word_count(tail), ctx.config.max_prompt_words // 2)
-    body, before = limit_words(body, budget)
-    final = clean_prompt(f"{body} {tail}") if tail else body
+    """Make ``text`` safe to hand to the generator, with exactly the references it cites.
+
+    1. control/bidi characters and markup out; sentences that read like instructions out;
+    2. sentences citing a reference the generator will not receive out (all mentions of
+       reference images when it receives none);
+    3. cut at sentence boundaries to the word, character and text-encoder token limits, room
+       kept for a short citing sentence per reference the text does not cite (after the cut);
+    4. references are renumbered in the order the text cites them, and only those passed."""
+    cfg = ctx.config
+    refs = list(refined.references)
+    body = sanitize_prompt(text)
+    removed: list[str] = []
+    kept_sentences = []
+    for sentence in sentences(body):
+        numbers = [int(m) for m in _CITE.findall(sentence)]
+        bad = looks_like_instruction(sentence) or any(not 1 <= k <= len(refs) for k in numbers) or (
+            not refs and _MENTION.search(sentence))
+        (removed if bad else kept_sentences).append(sentence)
+    body = " ".join(kept_sentences)
+    max_tokens = cfg.max_prompt_tokens or ctx.prompt_max_tokens
+    counter = ctx.prompt_counter or EstimatedTokens()
+    words_before = word_count(body)
+
+    def tail_for(numbers: list[int]) -> str:
+        return " ".join(f"Reference image {k} shows {_what(refs[k - 1])}; follow its appearance." for k in numbers)
+
+    uncited: list[int] = []  # references the body does not cite: explained by a short tail
+    unexplained: set[int] = set()  # references for which there is no room: not passed
+    cut = False
+    candidate = body
+    for _ in range(2 * len(refs) + 2):  # terminates: uncited only grows, unexplained only grows
+        tail = tail_for(uncited)
+        extra = 1 if tail else 0
+        limits = (cfg.max_prompt_words - word_count(tail), cfg.max_prompt_chars - len(tail) - extra,
+                  None if max_tokens is None else max_tokens - counter.count(tail) - extra)
+        if uncited and (limits[0] < cfg.max_prompt_words // 2 or limits[1] < cfg.max_prompt_chars // 2
+                        or (max_tokens is not None and limits[2] < max_tokens // 2)):
+            unexplained.add(uncited.pop())  # the tail may take at most half the budget
+            continue
+        candidate, cut = bound_prompt(body, limits[0], limits[1], limits[2], counter)
+        cited = {int(m) for m in _CITE.findall(candidate)}
+        now = [k for k in range(1, len(refs) + 1) if k not in cited and k not in unexplained]
+        if set(now) <= set(uncited):
+            break
+        uncited = sorted(set(uncited) | set(now))
+    text_out = f"{candidate} {tail_for(uncited)}".strip() if uncited else candidate
+    # Renumber: the k-th distinct reference cited becomes reference image k, in that order.
+    order = list(dict.fromkeys(int(m) for m in _CITE.findall(text_out)))
+    mapping = {old: new for new, old in enumerate(order, 1)}
+    final = _CITE.sub(lambda m: f"{m.group(0)[0]}eference image {mapping[int(m.group(1))]}", text_out) if order else text_out
+    passed = [refs[k - 1] for k in order]
+    dropped = [r.id for i, r in enumerate(refs, 1) if i not in mapping]
+    if removed or dropped or cut:
+        ctx.note("extension", "finalize", "final prompt bounded", evidence_ids=dropped, output={
+            "removed_sentences": [s_[:200] for s_ in removed], "cut": cut, "references_dropped": dropped,
+            "limits": {"words": cfg.max_prompt_words, "chars": cfg.max_prompt_chars, "tokens": max_tokens,
+                       "token_counter": counter.label}})
+    refined.references = passed  # F^v of exactly the references passed, in their new order
     return ExtensionResult(
-        final_prompt=final, references=[r.id for r in refined.references], words=word_count(final),
-        words_before_cut=before + word_count(tail), added_citations=missing, extended=extended,
+        final_prompt=final, references=[r.id for r in passed], words=word_count(final),
+        words_before_cut=max(words_before, word_count(final)),
+        added_citations=[mapping[k] for k in uncited if k in mapping], extended=extended,
     )

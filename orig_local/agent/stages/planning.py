@@ -14,12 +14,13 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
+from orig_local.agent.untrusted import delimit
 
 
 class SubQuestion(BaseModel):
     question: str
+    reason: str = ""  # before the modality: reason first, then decide
     modality: Literal["text", "image"] = Field(description="text for facts and relations, image for appearance")
-    reason: str = ""
 
 
 class Plan(BaseModel):
@@ -47,11 +48,12 @@ async def plan_queries(ctx: StageContext, missing: list[str]) -> PlanningResult:
         variables={
             "modalities": list(cfg.modalities),
             "max_queries": cfg.max_queries_per_round,
-            "knowledge": ctx.knowledge.render_text(cfg.max_knowledge_chars),
             "image_knowledge": ctx.knowledge.render_images(),
-            "missing": missing,
+            # the gaps were written by the backbone from retrieved evidence: data, not orders
+            "missing": "\n".join(delimit(f"M{i}", m) for i, m in enumerate(missing, 1)),
             "previous_queries": sorted(ctx.asked_queries),
         },
+        fit=[("knowledge", ctx.knowledge_filler("planning"))],
         evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in ctx.knowledge.images],
     )
     result = PlanningResult(plan=plan)

@@ -1,8 +1,12 @@
 """Fine-grained multimodal refinement (paper Eq. 7-8).
 
 1. Near-duplicate images are removed from K^v by embedding similarity (when a deduper is set).
-2. The backbone extracts visual descriptors F^t from K's text and keeps the most informative
-   images, best first, at most ``max_references``: the refined set K^v_R (Eq. 7).
+2. The backbone extracts visual descriptors F^t from K's (consolidated) text and keeps the most
+   informative images, best first, at most what the generator takes (``max_references`` and
+   its reference capacity): the refined set K^v_R (Eq. 7). When K holds more images than one
+   call may show, a shortlist is drawn from all of them (CLIP against the prompt, else spread
+   over rounds). A text-only generator gets no reference: the chosen images' features become
+   words in F^t instead.
 3. For each kept image it states, guided by F^t, what the generator should preserve and what it
    should ignore: F^v (Eq. 8).
 
@@ -18,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import ImageEvidence
 from orig_local.agent.stages.base import StageContext
+from orig_local.agent.untrusted import delimit, looks_like_instruction
 
 
 class RefinedText(BaseModel):
@@ -53,51 +58,113 @@ class RefinementResult(BaseModel):
     refined: bool = False  # False: the fallback (switch off or failed call) was used
 
 
+def reference_limit(ctx: StageContext) -> int:
+    """References the generator will receive: the config's cap and the generator's capacity."""
+    return max(min(ctx.config.max_references, ctx.reference_capacity), 0)
+
+
 def unrefined(ctx: StageContext) -> RefinementResult:
-    """F^t = K's text, K^v_R = K's first images (no backbone call)."""
+    """F^t = K's text (the consolidated summary when there is one), K^v_R = K's first images
+    (no backbone call)."""
     return RefinementResult(
-        text_features=[t.text for t in ctx.knowledge.texts],
-        references=[Reference(id=v.id, contributes=v.description) for v in ctx.knowledge.images[: ctx.config.max_references]],
+        text_features=[e.text for e in ctx.knowledge.text_entries()],
+        references=[Reference(id=v.id, contributes=v.description) for v in ctx.knowledge.images[: reference_limit(ctx)]],
     )
 
 
 async def refine(ctx: StageContext) -> RefinementResult:
     cfg = ctx.config
+    limit = reference_limit(ctx)
+    # A text-only generator gets no image, but the images still inform the prompt: up to
+    # max_references are described (F^v) and their features written into P̂ as words.
+    pick = limit if ctx.reference_capacity > 0 else cfg.max_references
     candidates = await _dedup(ctx, list(ctx.knowledge.images))
-    shown = candidates[: cfg.max_images_per_call]
-    if len(candidates) > len(shown):
-        ctx.note("refinement", "cap", f"{len(candidates) - len(shown)} image(s) beyond max_images_per_call not shown")
+    shown = await _shortlist(ctx, candidates) if pick else []
     refined, record = await ctx.ask(
         stage="refinement", step="text_features", template="refine_text", schema=RefinedText,
         variables={
-            "knowledge": ctx.knowledge.render_text(cfg.max_knowledge_chars),
-            "candidates": [{"n": i, "id": v.id, "shows": v.description} for i, v in enumerate(shown, 1)],
-            "max_references": cfg.max_references,
+            "candidates": [{"n": i, "id": v.id, "block": delimit(f"I{i}", v.description or "image")}
+                           for i, v in enumerate(shown, 1)],
+            "max_references": pick,
         },
+        fit=[("knowledge", ctx.knowledge_filler("refinement"))],
         images=[v.image for v in shown],
         evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in shown],
     )
     if refined is None:
         record.notes.append("refinement failed: using K unrefined")
         fallback = unrefined(ctx)
-        fallback.references = [Reference(id=v.id, contributes=v.description) for v in shown[: cfg.max_references]]
+        fallback.references = [Reference(id=v.id, contributes=v.description) for v in shown[:limit]]
         return fallback
 
-    order = [n for n in dict.fromkeys(refined.keep_images) if 1 <= n <= len(shown)][: cfg.max_references]
+    order = [n for n in dict.fromkeys(refined.keep_images) if 1 <= n <= len(shown)][:pick]
     kept = [shown[n - 1] for n in order]
-    result = RefinementResult(text_features=[f.strip() for f in refined.features if f.strip()], refined=True,
+    features = [f.strip() for f in refined.features if f.strip() and not looks_like_instruction(f)]
+    result = RefinementResult(text_features=features, refined=True,
                               references=[Reference(id=v.id, contributes=v.description) for v in kept])
     if kept:
-        await _visual_features(ctx, kept, result)
+        await _visual_features(ctx, kept, result, as_references=limit > 0)
+    if limit == 0 and result.references:
+        # Text-only generator: F^v becomes words in F^t; no reference reaches the generator.
+        result.text_features += [_as_words(r) for r in result.references]
+        ctx.note("refinement", "text_only_generator",
+                 f"the generator takes no reference image: features of {len(result.references)} "
+                 "image(s) written into the prompt text instead", evidence_ids=[r.id for r in result.references])
+        result.references = []
     return result
 
 
-async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result: RefinementResult) -> None:
+def _as_words(ref: Reference) -> str:
+    text = ref.contributes.strip().rstrip(".") or "the subject"
+    if ref.preserve:
+        text += ": " + ", ".join(ref.preserve)
+    return text
+
+
+async def _shortlist(ctx: StageContext, candidates: list[ImageEvidence]) -> list[ImageEvidence]:
+    """At most ``max_images_per_call`` candidates for the one refinement call, chosen over all
+    of K's images: ranked against the prompt with CLIP when an embedder is available, else
+    spread over the rounds (newest first), so images found late (usually aimed at what was
+    missing) can still become references. What is left out is traced."""
+    n = ctx.config.max_images_per_call
+    if len(candidates) <= n:
+        return candidates
+    embedder = getattr(ctx.dedup, "embedder", None)
+    how = "clip"
+    if embedder is not None and hasattr(embedder, "text_image_similarity"):
+        from orig_local.embeddings.dedup import rank_images_for_text
+
+        ranked = await asyncio.to_thread(rank_images_for_text, ctx.prompt, [v.image for v in candidates], embedder)
+        chosen = sorted(r.index for r in ranked[:n])  # K order among the best
+    else:
+        how = "round-robin over rounds, newest first"
+        by_round: dict[int, list[int]] = {}
+        for i, v in enumerate(candidates):
+            by_round.setdefault(v.source.round, []).append(i)
+        queues = [by_round[r] for r in sorted(by_round, reverse=True)]
+        picked: list[int] = []
+        while len(picked) < n:
+            for q in queues:
+                if q and len(picked) < n:
+                    picked.append(q.pop(0))
+        chosen = sorted(picked)
+    shown = [candidates[i] for i in chosen]
+    shown_ids = {v.id for v in shown}
+    left_out = [v.id for v in candidates if v.id not in shown_ids]
+    ctx.note("refinement", "shortlist", f"{len(candidates)} candidate images, {n} per call: "
+             f"shortlisted by {how}; not shown: {', '.join(left_out)}", evidence_ids=left_out)
+    return shown
+
+
+async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result: RefinementResult,
+                           as_references: bool = True) -> None:
     features, _ = await ctx.ask(
         stage="refinement", step="visual_features", template="refine_visual", schema=VisualFeatures,
         variables={
-            "text_features": result.text_features,
-            "references": [{"n": i, "id": v.id, "shows": v.description} for i, v in enumerate(kept, 1)],
+            "text_features": [delimit(f"F{i}", f) for i, f in enumerate(result.text_features, 1)],
+            "references": [{"n": i, "id": v.id, "block": delimit(f"I{i}", v.description or "image")}
+                           for i, v in enumerate(kept, 1)],
+            "as_references": as_references,
         },
         images=[v.image for v in kept],
         evidence_ids=[v.id for v in kept],
@@ -108,8 +175,9 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
     for n, ref in enumerate(result.references, 1):
         f = by_n.get(n)
         if f is not None:
-            ref.contributes = f.contributes or ref.contributes
-            ref.preserve, ref.ignore = f.preserve, f.ignore
+            ok = [x for x in f.preserve if not looks_like_instruction(x)]
+            ref.contributes = f.contributes if f.contributes and not looks_like_instruction(f.contributes) else ref.contributes
+            ref.preserve, ref.ignore = ok, [x for x in f.ignore if not looks_like_instruction(x)]
 
 
 async def _dedup(ctx: StageContext, images: list[ImageEvidence]) -> list[ImageEvidence]:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.trace import StageRecord
+from orig_local.agent.untrusted import delimit
 from orig_local.retrieval.base import FetchFailure, SearchError
 
 # Paper-free safety margin: two images whose 64-bit dHash differ in <= 6 bits are the same
@@ -125,12 +126,27 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
 
     chosen = hits
     if len(hits) > cfg.pages_per_query:
-        listing = [{"n": i, "title": h.title, "url": h.url, "snippet": h.snippet} for i, h in enumerate(hits, 1)]
+        listed: list[int] = []
+
+        def results(left: int) -> str:  # best-ranked first, as many as the window holds
+            lines, used = [], 0
+            for i, h in enumerate(hits, 1):
+                line = delimit(f"R{i}", f"{h.title}\n{h.url}\n{h.snippet or ''}")
+                cost = ctx.budget.count(line) + 1
+                if lines and used + cost > left:
+                    break
+                lines.append(line)
+                listed.append(i)
+                used += cost
+            return "\n".join(lines)
+
         selection, rec = await ctx.ask(
             stage="retrieval", step="select_pages", template="select_pages", schema=PageSelection,
-            variables={"query": query, "results": listing, "n_pages": cfg.pages_per_query},
+            variables={"query": query, "n_pages": cfg.pages_per_query}, fit=[("results", results)],
         )
-        picked = [] if selection is None else [n for n in dict.fromkeys(selection.chosen) if 1 <= n <= len(hits)]
+        if len(listed) < len(hits):
+            rec.notes.append(f"{len(hits) - len(listed)} lower-ranked result(s) not listed (window)")
+        picked = [] if selection is None else [n for n in dict.fromkeys(selection.chosen) if n in listed]
         if picked:
             chosen = [hits[n - 1] for n in picked]
         else:
@@ -161,12 +177,23 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
     return [p for p in pages if p is not None], failed
 
 
-def _is_duplicate(ctx: StageContext, sha256: str, dhash: int | None) -> bool:
+def _dhash(image: Any) -> int:
+    from orig_local.retrieval.images import dhash64
+
+    return dhash64(image)
+
+
+def _duplicate_reason(ctx: StageContext, sha256: str, dhash: int | None) -> str | None:
+    """Fetch-time duplicate check against every image fetched in this run: the same pixels
+    (sha256) or the same picture resized/recompressed (dHash within DHASH_MAX_DISTANCE bits)."""
     if sha256 in ctx.seen_images:
-        return True
+        return "exact copy (sha256) of an image fetched in this run"
     if dhash is None:
-        return False
-    return any(d is not None and bin(d ^ dhash).count("1") <= DHASH_MAX_DISTANCE for d in ctx.seen_images.values())
+        return None
+    for d in ctx.seen_images.values():
+        if d is not None and bin(d ^ dhash).count("1") <= DHASH_MAX_DISTANCE:
+            return f"perceptual copy (dHash {bin(d ^ dhash).count('1')} bits) of an image fetched in this run"
+    return None
 
 
 async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[RetrievedImage], bool]:
@@ -182,7 +209,8 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
     while len(kept) < cfg.images_per_query and i < len(hits):
         wave = hits[i: i + cfg.images_per_query - len(kept)]
         i += len(wave)
-        # dedup=False: the retriever serves many prompts at once; duplicates are per run (below).
+        # dedup=False skips only the retriever's *shared* check (it serves many prompts at
+        # once); this run's own sha256 + dHash check follows, before anything else sees them.
         results = await asyncio.gather(*(ctx.retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
                                          for h in wave))
         rec.image_fetches += len(wave)
@@ -190,14 +218,16 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
             if isinstance(res, FetchFailure):
                 rec.failures.append(failure_dict(res))
                 continue
-            if _is_duplicate(ctx, res.sha256, res.dhash):
-                rec.failures.append({"url": hit.image_url, "kind": "duplicate", "detail": "seen in this run"})
+            dhash = res.dhash if res.dhash is not None else _dhash(res.image)  # any retriever
+            why = _duplicate_reason(ctx, res.sha256, dhash)
+            if why is not None:
+                rec.failures.append({"url": hit.image_url, "kind": "duplicate", "detail": why})
                 continue
-            ctx.seen_images[res.sha256] = res.dhash
+            ctx.seen_images[res.sha256] = dhash
             kept.append(RetrievedImage(
                 image=res.image, sha256=res.sha256, url=res.url or hit.image_url,
                 page_url=res.page_url or hit.page_url, title=hit.title, query=query,
-                round=ctx.round, dhash=res.dhash,
+                round=ctx.round, dhash=dhash,
             ))
     rec.latency_s = time.perf_counter() - start
     rec.output = {"query": query, "kept": [k.url for k in kept]}
@@ -222,8 +252,9 @@ async def retrieve_round(ctx: StageContext, text_queries: list[str], image_queri
 
 
 async def drop_near_duplicates(ctx: StageContext, images: list[RetrievedImage]) -> list[RetrievedImage]:
-    """Embedding-based near-duplicate removal against K and within the new set (if a deduper
-    is configured; exact and dHash duplicates are already gone). Images already in K are never
+    """Near-duplicate removal against K and within the new set (if a deduper is configured):
+    exact and dHash copies of images fetched this run are already gone at fetch time; the
+    deduper repeats both checks against K and adds CLIP similarity (crops, re-framings). Images already in K are never
     dropped; each dropped candidate's reason goes into the trace."""
     if ctx.dedup is None or not images:
         return images

@@ -11,10 +11,11 @@ from orig_local.agent.stages.base import StageContext
 
 
 class Sufficiency(BaseModel):
+    # reasoning and the list of gaps come before the verdict (guided decoding writes in order)
     reason: str = Field("", description="one or two sentences")
-    sufficient: bool = Field(description="true if the knowledge is enough to draw the prompt faithfully")
     missing: list[str] = Field(default_factory=list, max_length=5,
                                description="what is still unknown; empty when sufficient")
+    sufficient: bool = Field(description="true if the knowledge is enough to draw the prompt faithfully")
 
 
 class SufficiencyResult(BaseModel):
@@ -24,11 +25,10 @@ class SufficiencyResult(BaseModel):
 async def evaluate_sufficiency(ctx: StageContext, sub_questions: list[str]) -> SufficiencyResult:
     decision, _ = await ctx.ask(
         stage="sufficiency", step="decide", template="sufficiency", schema=Sufficiency,
-        variables={
-            "sub_questions": sub_questions,
-            "knowledge": ctx.knowledge.render_text(ctx.config.max_knowledge_chars),
-            "image_knowledge": ctx.knowledge.render_images(),
-        },
+        variables={"sub_questions": sub_questions, "image_knowledge": ctx.knowledge.render_images()},
+        fit=[("knowledge", ctx.knowledge_filler("sufficiency"))],
         evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in ctx.knowledge.images],
     )
+    if decision is not None:
+        ctx.focus = list(decision.missing)  # what later cuts of K should keep
     return SufficiencyResult(decision=decision)

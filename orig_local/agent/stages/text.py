@@ -46,3 +46,50 @@ def limit_words(text: str, max_words: int) -> tuple[str, int]:
 
 def word_count(text: str) -> int:
     return len(text.split())
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE.split(text.strip()) if s]
+
+
+def sanitize_prompt(text: str) -> str:
+    """Control and bidi/format characters removed (they are invisible in a trace but change
+    what a text encoder sees), then :func:`clean_prompt`."""
+    from orig_local.agent.untrusted import sanitize
+
+    return clean_prompt(sanitize(text))
+
+
+def bound_prompt(text: str, max_words: int, max_chars: int, max_tokens: int | None = None,
+                 counter=None) -> tuple[str, bool]:
+    """The longest run of whole sentences from the start of ``text`` within every limit
+    (words, characters and, with ``counter``, text-encoder tokens). A first sentence that is
+    alone too long is cut at a word boundary (a single over-long "word" at the character cap).
+    Returns (text, was_cut)."""
+
+    def fits(s: str) -> bool:
+        return (len(s.split()) <= max_words and len(s) <= max_chars
+                and (max_tokens is None or counter is None or counter.count(s) <= max_tokens))
+
+    text = text.strip()
+    if fits(text):
+        return text, False
+    kept = ""
+    for sentence in sentences(text):
+        candidate = f"{kept} {sentence}".strip()
+        if not fits(candidate):
+            break
+        kept = candidate
+    if kept:
+        return kept, True
+    # No whole sentence fits: words, then characters, until everything holds.
+    joined = " ".join(text.split()[:max_words])
+    cut = joined[:max_chars]
+    while cut and not fits(cut):
+        cut = cut[: int(len(cut) * 0.9)]
+    if len(cut) < len(joined) and " " in cut and not joined[len(cut)].isspace():
+        cut = cut[: cut.rfind(" ")]  # do not end inside a word
+    return cut.strip(), True
