@@ -129,18 +129,8 @@ class ServerProcess:
     def stop(self, grace_s: float = 10.0) -> None:
         """SIGTERM the server's process group, then SIGKILL after ``grace_s``. Idempotent."""
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        if proc is not None:
+            stop_process_group(proc, ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)))
 
     def __enter__(self) -> "ServerProcess":
         return self.start()
@@ -178,3 +168,20 @@ def transformers_server(
         host=host, port=port, model=model_dir, env=offline_env(),
         startup_timeout_s=startup_timeout_s, log_path=log_path,
     )
+
+
+def stop_process_group(proc: subprocess.Popen, steps: Sequence[tuple[int, float]]) -> None:
+    """Send each signal of ``steps`` to ``proc``'s process group, waiting its seconds for the
+    process to exit before the next one (e.g. SIGTERM, then SIGKILL). Returns once it exited."""
+    for sig, wait in steps:
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -120,18 +120,9 @@ def running_study(out: Path) -> str | None:
 
 def stop_process_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
     """SIGINT (the phase writes its last row and exits), then SIGTERM, then SIGKILL."""
-    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    from orig_local.llm.local_server import stop_process_group as stop_group
+
+    stop_group(proc, ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)))
 
 
 class StudyRunner:
