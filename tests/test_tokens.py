@@ -129,3 +129,18 @@ def test_real_qwen2_tokenizer_when_installed(monkeypatch, tmp_path):
     assert counter.count("Hello world") == 2
     assert counter.count("2025") == 4
     assert counter.count("<|im_start|>") > 1  # special-token text in a prompt is plain text
+
+
+def test_scripted_backbone_reports_qwen_counts():
+    import asyncio
+
+    from orig_local.llm.config import ChatConfig
+    from orig_local.llm.scripted import ScriptedChatModel
+    from orig_local.llm.tokens import default_counter
+
+    model = ScriptedChatModel(ChatConfig(backend="scripted", model="sim"), replies=["ok"])
+    messages = [system("Be brief."), user("What is shown?", Image.new("RGB", (448, 448)))]
+    reply = asyncio.run(model.chat(messages))
+    expected = count_request(messages, default_counter())
+    assert reply.usage.prompt_tokens == expected.total
+    assert expected.image == 256 + 2

@@ -22,6 +22,7 @@ generation prompt ``<|im_start|>assistant\\n``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -164,6 +165,13 @@ def load_counter(tokenizer_dir: str | Path | None = None, *, allow_package: bool
     return EstimateCounter()
 
 
+@functools.lru_cache(maxsize=1)
+def default_counter() -> TextCounter:
+    """:func:`load_counter` with no folder, loaded once per process (the BPE ranks take a
+    fraction of a second to read)."""
+    return load_counter()
+
+
 # --------------------------------------------------------------------------- requests
 
 
@@ -231,6 +239,9 @@ def count_request(messages: Iterable[Any], counter: TextCounter, *,
 def _default_size(part: Any) -> tuple[int, int]:
     if hasattr(part, "size") and not callable(part.size):
         return tuple(part.size)  # PIL image
+    source = getattr(part, "source", None)
+    if source is not None and hasattr(source, "size") and not callable(source.size):
+        return tuple(source.size)  # an ImageRef over a PIL image: no decode, no copy
     if hasattr(part, "to_pil"):
         return tuple(part.to_pil().size)
     raise ValueError(f"cannot size image part {part!r}: pass image_size=")
