@@ -148,7 +148,8 @@ async def main(args) -> None:
     figure("speed-up over one prompt at a time", [sequential / w for w in samples.wall], "x")
     figure("agent CPU per prompt, concurrent", [1000 * c / args.prompts for c in samples.cpu], "ms",
            higher_is_better=False)
-    figure("agent CPU per prompt, alone", [1000 * c for c in single_cpu], "ms", higher_is_better=False)
+    figure("agent CPU per prompt, alone", [1000 * c for c in single_cpu], "ms", higher_is_better=False,
+           note="a fresh agent per run: includes first-use template compilation")
     footer()
 
 

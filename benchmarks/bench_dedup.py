@@ -93,6 +93,15 @@ def scene(kind: int, size=(800, 600)):
     elif kind == 6:  # diagonal stripes (a flag)
         for i in range(-h, w, 60):
             d.polygon([(i, h), (i + 30, h), (i + 30 + h, 0), (i + h, 0)], fill=(250, 250, 250))
+    elif kind == 8:  # mountain range under a sun
+        d.polygon([(0, h), (w * 0.2, h * 0.35), (w * 0.4, h * 0.7), (w * 0.6, h * 0.25), (w * 0.85, h * 0.6),
+                   (w, h * 0.45), (w, h)], fill=(70, 90, 110))
+        d.polygon([(w * 0.55, h * 0.33), (w * 0.6, h * 0.25), (w * 0.65, h * 0.33)], fill=(250, 250, 250))
+    elif kind == 9:  # a bar chart
+        for i, v in enumerate((0.3, 0.7, 0.5, 0.9, 0.2, 0.6)):
+            d.rectangle([w * (0.1 + 0.13 * i), h * (0.9 - 0.7 * v), w * (0.2 + 0.13 * i), h * 0.9],
+                        fill=palette[(i + 2) % len(palette)])
+        d.line([(w * 0.08, h * 0.9), (w * 0.95, h * 0.9)], fill=(0, 0, 0), width=4)
     else:  # a grid of windows (a building front)
         for i in range(6):
             for j in range(4):
@@ -111,7 +120,7 @@ def encode(im, fmt: str = "JPEG", quality: int = 92) -> bytes:
     return buf.getvalue()
 
 
-def candidates(n_distinct: int = 8, n_varied: int = 2) -> list[dict[str, Any]]:
+def candidates(n_distinct: int = 10, n_varied: int = 2) -> list[dict[str, Any]]:
     """[{name, kind, body, ctype}] in search-rank order: originals first, then their variants."""
     from PIL import ImageOps
 
@@ -327,7 +336,7 @@ def throughput_section(args, model: str, name: str) -> None:
 
     from orig_local.embeddings.clip import OpenClipEmbedder
 
-    images = [scene(k % 8, size=(640, 480)).rotate(7 * k) for k in range(args.images)]
+    images = [scene(k % 10, size=(640, 480)).rotate(7 * k) for k in range(args.images)]
     default_threads = torch.get_num_threads()
     print(f"\n### {name} image embedding, random weights, cpu, {len(images)} images of 640x480 per round "
           f"(preprocess included), cold cache")
@@ -370,7 +379,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-sizes", default="32,8", help="batch sizes to time (multi-threaded)")
     parser.add_argument("--precision", default="fp32", help="embedder precision in the agent-path section")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--distinct", type=int, default=8, help="distinct scenes in the candidate set")
+    parser.add_argument("--distinct", type=int, default=10,
+                        help="distinct scenes in the candidate set (> 8 shows the filter's batching)")
     parser.add_argument("--prompt", default="The Veltrane Harbor Lighthouse at dusk")
     parser.add_argument("--tiny", action="store_true", help="use the tiny local CLIP instead (seconds)")
     args = parser.parse_args(argv)
