@@ -276,7 +276,7 @@ def closeness(cands) -> dict[str, str]:
     return out
 
 
-async def run_once(args, cands, embedder, server) -> tuple[Any, CallCounter, dict[str, str]]:
+async def run_once(args, cands, embedder, server) -> tuple[Any, CallCounter, dict[str, str], int]:
     urls = [server.url(f"/img/{i}") for i in range(len(cands))]
     agent, counter = build(args, urls, embedder)
     try:
@@ -285,7 +285,7 @@ async def run_once(args, cands, embedder, server) -> tuple[Any, CallCounter, dic
         await agent.aclose()
     if result.error:
         raise SystemExit(f"agent run failed: {result.error}")
-    return result, counter, {c["name"]: u for c, u in zip(cands, urls)}
+    return result, counter, {c["name"]: u for c, u in zip(cands, urls)}, agent.config.max_images_per_call
 
 
 def path_section(args, embedder) -> None:
@@ -302,7 +302,7 @@ def path_section(args, embedder) -> None:
             return asyncio.run(run_once(args, cands, embedder, server))
 
         samples = measure(one, repeats=args.repeats, warmup=1)
-    result, counter, url_of = samples.results[-1]
+    result, counter, url_of, per_call = samples.results[-1]
     fate, shown = stage_of_each(result, cands, url_of, counter)
 
     print(f"\n{len(cands)} candidates, one image query; backbone: scripted (counts real calls)\n")
@@ -319,8 +319,7 @@ def path_section(args, embedder) -> None:
         print("  CLIP verdicts above come from random weights (no weights offline): they show the path "
               "runs, not what real CLIP would keep")
     print(f"candidates reaching the VLM image filter: {reached} of {len(cands)} "
-          f"(in {len(filter_calls)} call(s) of {filter_calls} images; batches of "
-          f"{build(args, ['x'], embedder)[0].config.max_images_per_call})")
+          f"(in {len(filter_calls)} call(s) of {filter_calls} images; batches of {per_call})")
     if shown.get("unmatched"):
         print(f"  note: {shown['unmatched']} image(s) in the filter calls matched no candidate's pixels")
     print("VLM calls in the run, by request: " + ", ".join(f"{k} {v}" for k, v in sorted(by_schema.items()))
