@@ -193,3 +193,15 @@ def test_dedup_candidates_are_what_they_claim():
     distinct = [bench_dedup.scene(k) for k in range(10)]
     hashes = [dhash64(im) for im in distinct]
     assert min(hamming(a, b) for i, a in enumerate(hashes) for b in hashes[i + 1:]) > 6
+
+
+def test_speed_padding_reaches_typical_size_and_keeps_the_article():
+    import bench_retrieval
+
+    page = _extraction.load_pages()[0]
+    heavy = bench_retrieval.pad(page.html, 60)
+    assert len(heavy.encode()) >= 60 * 1024
+    assert heavy.count("<a ") >= 150  # menu links, as on a real site
+    first = page.gold.splitlines()[0]
+    assert first in _extraction.page_text(heavy)
+    assert heavy.index("</nav><style>") > heavy.index(first[:40])  # chrome goes after the article
