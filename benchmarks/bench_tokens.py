@@ -98,7 +98,7 @@ def main() -> None:
     max_pixels = int(((preset.serve.mm_processor_kwargs if preset.serve else {}) or {}).get("max_pixels",
                                                                                             DEFAULT_MAX_PIXELS))
     counter = load_counter(args.tokenizer_dir)
-    header("Input tokens per prompt by stage (traced run)", prompt=repr(args.prompt), preset=args.preset,
+    header("Input tokens per prompt by stage (one traced run; counts are deterministic, no spread)", prompt=repr(args.prompt), preset=args.preset,
            max_pixels=max_pixels, text_counter=counter.name)
     if not counter.exact:
         print("  ** ESTIMATE: no Qwen2 tokenizer available here; text counts are approximate **")
