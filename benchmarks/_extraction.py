@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data" / "extraction"
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"

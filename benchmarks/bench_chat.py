@@ -26,7 +26,7 @@ from pathlib import Path
 import _bench  # noqa: F401  (puts this checkout on sys.path)
 from _bench import Samples, figure, footer, header
 
-from orig_local.llm import ChatConfig, make_chat_model, system, user  # noqa: E402
+from orig_local.llm import ChatConfig, make_chat_model, system, user
 
 
 def _serve_stub(port: int, latency: float) -> None:

@@ -346,7 +346,7 @@ def throughput_section(args, model: str, name: str) -> None:
                 emb.batch_size = bs
                 torch.set_num_threads(threads)
 
-                def run():
+                def run(emb=emb):
                     emb.forget()
                     before = emb.images_embedded
                     emb.embed_images(images)
@@ -364,7 +364,6 @@ def throughput_section(args, model: str, name: str) -> None:
                            goal=GOAL_IMAGES_PER_S, note="2 x per-CPU-second: not a measurement")
                 if threads == 1:
                     break  # batch size matters little single-threaded; one row is enough
-        del emb
     torch.set_num_threads(default_threads)
     if cores() != 2:
         print(f"  (the goal, {GOAL_IMAGES_PER_S} images/s, is stated for 2 cores; this machine gives {cores()})")

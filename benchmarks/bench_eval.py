@@ -23,17 +23,17 @@ from pathlib import Path
 
 import _bench  # noqa: F401  (puts this checkout on sys.path)
 from _bench import figure, footer, header, measure, print_timing
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from orig_local.evaluation.items import FIGEVAL_CLASSES, BenchmarkItem, Question  # noqa: E402
-from orig_local.evaluation.judge import Judge  # noqa: E402
-from orig_local.evaluation.report import build_report  # noqa: E402
-from orig_local.evaluation.results import load_run  # noqa: E402
-from orig_local.evaluation.runner import AgentOutput, run_agent_phase, run_judge_phase  # noqa: E402
-from orig_local.evaluation.scoring import bootstrap_ci, table_row  # noqa: E402
-from orig_local.evaluation.store import JsonlStore  # noqa: E402
-from orig_local.llm.config import ChatConfig  # noqa: E402
-from orig_local.llm.scripted import ScriptedChatModel  # noqa: E402
+from orig_local.evaluation.items import FIGEVAL_CLASSES, BenchmarkItem, Question
+from orig_local.evaluation.judge import Judge
+from orig_local.evaluation.report import build_report
+from orig_local.evaluation.results import load_run
+from orig_local.evaluation.runner import AgentOutput, run_agent_phase, run_judge_phase
+from orig_local.evaluation.scoring import bootstrap_ci, table_row
+from orig_local.evaluation.store import JsonlStore
+from orig_local.llm.config import ChatConfig
+from orig_local.llm.scripted import ScriptedChatModel
 
 
 def main() -> int:

@@ -13,9 +13,8 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
-import _bench  # noqa: E402
-import _extraction  # noqa: E402
-
+import _bench
+import _extraction
 
 # --------------------------------------------------------------------------- _bench
 
@@ -87,6 +86,7 @@ def test_agent_bound_is_a_lower_bound():
 
 def test_critical_path_follows_sequential_records_with_scripted_costs():
     import bench_agent
+
     from orig_local.agent.trace import StageRecord, Trace
 
     trace = Trace()
@@ -165,9 +165,9 @@ def test_reader_default_spec_loads():
 
 
 def test_dedup_candidates_are_what_they_claim():
+    import bench_dedup
     from PIL import Image, ImageChops, ImageOps
 
-    import bench_dedup
     from orig_local.retrieval.images import dhash64, hamming
 
     cands = {c["name"]: c for c in bench_dedup.candidates(n_distinct=4, n_varied=1)}

@@ -95,5 +95,7 @@ def test_config_precision_reaches_the_embedder(tmp_path):
     emb = OpenClipEmbedder.from_config(cfg, cache_dir=tmp_path)
     assert emb.precision == "bf16"
     assert emb.cache.namespace.endswith(":bf16")  # not mixed with fp32 cache entries
-    with pytest.raises(Exception):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
         EmbedConfig(precision="fp16")

@@ -12,9 +12,9 @@ quantization was measured too: slower than bf16, and torch deprecates its quanti
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -84,7 +84,7 @@ class OpenClipEmbedder:
         self.images_embedded = 0  # forward passes actually run (cache hits excluded)
 
     @classmethod
-    def from_config(cls, config: EmbedConfig, cache_dir=None) -> "OpenClipEmbedder":
+    def from_config(cls, config: EmbedConfig, cache_dir=None) -> OpenClipEmbedder:
         from orig_local.presets import load_preset, resolve_model_path
 
         preset = load_preset(config.preset)

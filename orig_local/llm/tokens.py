@@ -26,9 +26,10 @@ import functools
 import logging
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +186,7 @@ class RequestTokens:
     def total(self) -> int:
         return self.text + self.image
 
-    def __add__(self, other: "RequestTokens") -> "RequestTokens":
+    def __add__(self, other: RequestTokens) -> RequestTokens:
         return RequestTokens(self.text + other.text, self.image + other.image, self.images + other.images)
 
 
