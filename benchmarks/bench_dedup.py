@@ -192,8 +192,10 @@ def build(args, urls: list[str], embedder):
     from orig_local.retrieval.retriever import Retriever
 
     n = len(urls)
-    config = Config.model_validate({"agent": {"image_top_k": n, "images_per_query": min(n, 20),
-                                              "fixed_rounds": 1, "dedup": True}})
+    agent_cfg = {"image_top_k": n, "images_per_query": min(n, 20), "fixed_rounds": 1, "dedup": True}
+    if args.dedup_threshold is not None:
+        agent_cfg["dedup_threshold"] = args.dedup_threshold
+    config = Config.model_validate({"agent": agent_cfg})
     counter = CallCounter(orig_responder())
     chat = ScriptedChatModel(ChatConfig(backend="scripted", model="sim", concurrency=1000), replies=[counter],
                              cycle=True)
@@ -379,6 +381,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--distinct", type=int, default=10,
                         help="distinct scenes in the candidate set (> 8 shows the filter's batching)")
+    parser.add_argument("--dedup-threshold", type=float, default=None,
+                        help="CLIP cosine threshold (default: the agent's); random weights need ~0.999")
     parser.add_argument("--prompt", default="The Veltrane Harbor Lighthouse at dusk")
     parser.add_argument("--tiny", action="store_true", help="use the tiny local CLIP instead (seconds)")
     args = parser.parse_args(argv)
