@@ -39,7 +39,7 @@ test-all: install
 	$(PY) -m pytest -q -m "" 
 
 bench: install
-	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
 	rm -rf out .pytest_cache

@@ -50,7 +50,10 @@ class ScriptedChatModel(BaseChatModel):
         reply = self.replies[self._next]
         self._next += 1
         text = reply(messages, schema) if callable(reply) else reply
-        prompt_tokens = sum(len(m.text.split()) + 256 * len(m.images) for m in messages)
+        # As Qwen2.5-VL would count the request (real Qwen2 BPE when available, else an estimate).
+        from orig_local.llm.tokens import count_request, default_counter
+
+        prompt_tokens = count_request(messages, default_counter()).total
         return Completion(text=text, usage=Usage(prompt_tokens, len(text.split())))
 
 
