@@ -500,3 +500,29 @@ def test_classes_figure_says_no_data_instead_of_a_zero_bar(tmp_path, bench, monk
     report.figure_classes([good, empty], tmp_path / "f.png", n_boot=0, ci=0.95, seed=0)
     assert seen["texts"].count("no data") == 4  # animal, sports, food, All
     assert seen["labels"] == ["good", "empty"]
+
+
+def test_a_true_false_verdict_shaped_like_a_graded_one_is_a_data_error_not_dropped(tmp_path, bench):
+    # correct=null with an answer object is WISE's graded WiScore form; on a FIG-Eval-style
+    # true/false question it must not silently leave the item scored on its other questions.
+    run = _run(tmp_path, bench)
+    rows = _rows(run / "judge.jsonl")
+    rows[0]["verdicts"][0].update(correct=None, answer={"x": 1})
+    _write(run / "judge.jsonl", rows)
+    res = load_run(run)
+    assert "item_0" in {i.item for i in res.data_errors}
+    assert "item_0" not in {p.id for p in res.prompts}
+
+
+def test_a_row_with_no_verdicts_is_a_data_error_even_when_the_benchmark_is_unreadable(tmp_path, bench):
+    run = _run(tmp_path, bench)
+    meta = json.loads((run / "run.json").read_text())
+    meta["data"] = str(tmp_path / "moved_away")
+    (run / "run.json").write_text(json.dumps(meta))
+    rows = _rows(run / "judge.jsonl")
+    rows[0]["verdicts"] = []
+    _write(run / "judge.jsonl", rows)
+    res = load_run(run)
+    assert not res.benchmark_checked
+    assert "item_0" in {i.item for i in res.data_errors}
+    assert res.counts["data_errors"] == 1 and res.counts["judged_prompts"] == 8

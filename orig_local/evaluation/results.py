@@ -263,7 +263,8 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
             judge_status["failed"] += 1
             continue
         questions = [(q.id, q.concept) for q in item.questions] if item is not None else None
-        check = check_verdicts(row.get("verdicts", []), questions)
+        graded = [q.id for q in item.questions if q.rubric == "wise_wiscore"] if item is not None else None
+        check = check_verdicts(row.get("verdicts", []), questions, graded)
         missing += len(check.missing)
         if not check.ok:
             for problem in check.problems:
