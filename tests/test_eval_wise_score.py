@@ -214,3 +214,20 @@ def test_default_score_is_the_releases_own(repo, tmp_path):
     meta["data_source"] = {"loader": "wise", "release": "legacy", "variant": "base"}
     (run / "run.json").write_text(json.dumps(meta))
     assert run_summary(run).score == "wiscore"
+
+
+def test_a_duplicated_item_is_an_error_not_first_row_wins(repo, tmp_path):
+    # the same id in the main file and a shard file, with different verdicts: WISE's score must
+    # not silently take the first one (issue 9.6: duplicates are never resolved silently)
+    run, items = _run(repo, tmp_path)
+    rows = [json.loads(ln) for ln in (run / "judge.jsonl").read_text().splitlines()]
+    before = run_summary(run, "verified")
+    flipped = json.loads(json.dumps(rows[0]))
+    for v in flipped["verdicts"]:
+        if v["qid"] == "verified":
+            v["answer"] = {"score": 1 - v["answer"]["score"]}
+    (run / "judge.shard-1-of-2.jsonl").write_text(json.dumps(flipped) + "\n")
+    s = run_summary(run, "verified")
+    assert s.errors == before.errors + 1 and rows[0]["id"] in s.error_ids
+    assert sum(s.scored.values()) == sum(before.scored.values()) - 1
+    assert "INCOMPLETE" in wise_report([run], "verified")

@@ -66,9 +66,9 @@ class WiseSummary:
 
 def item_value(row: dict, score: str) -> float | None:
     """The item's value under ``score`` (0..1), or None when it failed or was not judged so."""
-    if row.get("error"):
-        return None
-    verdicts = {v.get("qid"): v for v in row.get("verdicts", [])}
+    if row.get("error") or row.get("_duplicate"):
+        return None  # a failed item, or an id with several rows (which one is right is not decided here)
+    verdicts = {v.get("qid"): v for v in (row.get("verdicts") or []) if isinstance(v, dict)}
     v = verdicts.get(score)
     if v is None or v.get("error"):
         return None
@@ -123,7 +123,7 @@ def summarize(rows: Iterable[dict], score: str, errors: str = "exclude") -> Wise
 
 def judged_scores(rows: Iterable[dict]) -> list[str]:
     """Which of the scores the judge produced in these rows (by verdict id)."""
-    qids = {v.get("qid") for r in rows for v in r.get("verdicts", [])}
+    qids = {v.get("qid") for r in rows for v in (r.get("verdicts") or []) if isinstance(v, dict)}
     return [s for s in SCORES if s in qids]
 
 
@@ -152,9 +152,9 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
                 errors: str = "exclude") -> WiseSummary:
     """One run's WISE score. ``score=None``: the release's own (Verified -> ``verified``,
     legacy -> ``wiscore``) when judged, else the first judged of verified, wiscore, statement."""
-    from orig_local.evaluation.rundir import read_meta, read_phase
+    from orig_local.evaluation.rundir import read_meta
 
-    rows = list(read_phase(Path(run_dir), "judge", judge_name).values())
+    rows = _judge_rows(Path(run_dir), judge_name)
     judged = judged_scores(rows)
     if score is None:
         own = {"verified": "verified", "legacy": "wiscore"}.get(_release(read_meta(Path(run_dir))) or "")
@@ -165,6 +165,14 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
                         f"judge with eval.wise_judge including {score!r} (--set eval.wise_judge=[{score}] "
                         "--phase judge --retry-errors into a new --judge-name)")
     return summarize(rows, score, errors)
+
+
+def _judge_rows(run_dir: Path, judge_name: str | None) -> list[dict]:
+    """One row per id over the main and shard files; an id with several rows is kept once,
+    marked ``_duplicate`` (counted as an error, never "first row wins")."""
+    from orig_local.evaluation.results import _by_id, read_all_rows
+
+    return list(_by_id(read_all_rows(run_dir, "judge", judge_name), "judge", []).values())
 
 
 def _cell(x: float) -> str:
@@ -182,7 +190,7 @@ def format_table(summaries: Sequence[tuple[str, WiseSummary]]) -> str:
                                          _cell(s.overall), f"{scored}/{s.items}", str(s.errors)]) + " |")
         if s.errors:
             notes.append(f"- `{label}`: INCOMPLETE - {s.errors} of {s.items} item(s) have no {s.name} "
-                         f"(judge error, no image or not judged): {', '.join(s.error_ids[:10])}"
+                         f"(judge error, no image, not judged or duplicate rows): {', '.join(s.error_ids[:10])}"
                          f"{' ...' if len(s.error_ids) > 10 else ''}")
         if math.isnan(s.overall):
             notes.append(f"- `{label}`: no Overall - WISE's Overall needs all six categories")
