@@ -181,7 +181,9 @@ def table_row(prompts: Sequence[PromptScore], class_names: Sequence[str] | None 
     class_names = list(class_names or table_classes(prompts))
     cls = class_scores(prompts)
     row = {c: cls.get(c, math.nan) for c in class_names}
-    row.update(concept_scores(prompts))
+    # PF/CC/TC over the same prompts as the class columns (and as the bootstrap): FIG-Eval's
+    # "others" prompts are outside the 10-class table, like the paper's Table 1 counts.
+    row.update(concept_scores([p for p in prompts if p.category in class_names]))
     row["All"] = overall(cls, class_names)
     return row
 
