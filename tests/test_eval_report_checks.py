@@ -526,3 +526,16 @@ def test_a_row_with_no_verdicts_is_a_data_error_even_when_the_benchmark_is_unrea
     assert not res.benchmark_checked
     assert "item_0" in {i.item for i in res.data_errors}
     assert res.counts["data_errors"] == 1 and res.counts["judged_prompts"] == 8
+
+
+def test_items_generated_but_never_judged_are_counted_and_warned(tmp_path, bench, capsys):
+    # an interrupted judge phase: 4 of 9 items have images but no verdicts; the report must say
+    # so instead of presenting the 5 judged items as the run
+    run = _run(tmp_path, bench)
+    rows = _rows(run / "judge.jsonl")
+    _write(run / "judge.jsonl", rows[4:])
+    res = load_run(run)
+    assert res.counts["not_judged"] == 4
+    assert any("no judge row" in w and "item_0" in w for w in res.warnings)
+    _report(capsys, run)
+    assert "no judge row" in (run / "report" / "status.md").read_text()

@@ -296,6 +296,14 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     # the revision when provenance recorded it. Runs without verdicts have none.
     ident = [f"{j} @ {revision}" if revision else j for j in judges] or (
         [str(meta["judge"]) + (f" @ {revision}" if revision else "")] if meta.get("judge") and judge_rows else [])
+    # Items that ran upstream but have no judge row (an interrupted judge phase): not failed, not
+    # scored, and easy to miss behind a smaller "prompts" count - say so.
+    upstream_ids = {rid for rows in (agent_rows, gen_rows) for rid in rows}
+    not_judged = sorted(upstream_ids - set(judge_rows))
+    if not_judged and judge_rows:
+        shown = ", ".join(not_judged[:5]) + (" ..." if len(not_judged) > 5 else "")
+        warnings.append(f"{len(not_judged)} item(s) have agent/generate rows but no judge row, so no score "
+                        f"({shown}); run the judge phase again to complete it")
     if len(judges) > 1:
         warnings.append(f"{judge_file.name}: rows from {len(judges)} different judges ({', '.join(judges)})")
     counts = {
@@ -307,6 +315,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         "questions": sum(len(r.get("verdicts") or []) for r in judge_rows.values() if isinstance(r.get("verdicts"), list)),
         "missing_verdicts": missing, "data_errors": len(issues), "not_scored_failed_upstream": failed_upstream,
         "data_error_items": len({(i.phase, i.item) for i in issues}),
+        "not_judged": len(not_judged) if judge_rows else 0,
     }
     result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, prompts,
                         judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
