@@ -270,3 +270,54 @@ def test_argument_mistakes_are_one_line_with_where_help_is(capsys):
             main(argv)
         err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
         assert exc.value.code == 2 and len(err) == 1 and "--help" in err[0], (argv, err)
+
+
+# --------------------------------------------------------------------------- orig report options
+
+
+@pytest.fixture
+def judged_run(tmp_path):
+    import test_eval_report_checks as T
+    from _eval_fakes import make_mini_benchmark
+
+    return T._run(tmp_path, make_mini_benchmark(tmp_path / "b9", n=9))
+
+
+@pytest.mark.parametrize("argv,needle", [(["--ci", "2"], "--ci"), (["--ci", "0"], "--ci"),
+                                         (["--bootstrap", "-5"], "--bootstrap")])
+def test_report_numbers_out_of_range_are_one_line(judged_run, capsys, argv, needle):
+    with pytest.raises(SystemExit) as exc:  # argparse's own exit, with our one-line format
+        main(["-q", "report", str(judged_run), *argv])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert exc.value.code == 2 and len(lines) == 1 and needle in lines[0], lines
+    assert not (judged_run / "report").exists()
+
+
+def test_report_out_that_is_a_file_is_one_line(judged_run, tmp_path, capsys):
+    target = tmp_path / "a_file"
+    target.write_text("keep me")
+    rc, _, lines = _cli(capsys, "-q", "report", judged_run, "--out", target, "--bootstrap", "0")
+    _one_line(rc, lines, str(target))
+    assert target.read_text() == "keep me"
+
+
+def test_unknown_baseline_is_refused_before_anything_is_written(judged_run, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    rc, _, lines = _cli(capsys, "-q", "report", judged_run, judged_run, "--out", out,
+                        "--baseline", tmp_path / "nope", "--bootstrap", "0")
+    _one_line(rc, lines, "--baseline")
+    assert not out.exists()
+
+
+def test_an_os_error_naming_a_file_is_one_line(judged_run, capsys, monkeypatch):
+    # disk full while writing the report: one line naming the file, no traceback
+    import errno
+
+    from orig_local.evaluation import report
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(judged_run / "report" / "status.md"))
+
+    monkeypatch.setattr(report, "write_status", full)
+    rc, _, lines = _cli(capsys, "-q", "report", judged_run, "--bootstrap", "0")
+    _one_line(rc, lines, "No space left on device", "status.md")

@@ -101,6 +101,8 @@ def _user_error(exc: BaseException) -> str | None:
         return _one_line(exc)  # user-fixable errors from modules that predate OrigError
     import json
 
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:  # disk full, permissions...
+        return f"{exc.strerror}: {exc.filename} (nothing else was changed; fix it and rerun the same command)"
     if isinstance(exc, json.JSONDecodeError):  # a corrupt file read without a friendlier check
         path = _file_in_traceback(exc)
         return f"{path or 'a JSON file'} is not valid JSON ({_one_line(exc)}) (fix or remove the file; --debug shows where it was read)"

@@ -588,7 +588,15 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
             raise UsageError("several runs: pass --out DIR for the comparison report")
         out = runs[0].dir / "report"
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if baseline is not None and len(runs) > 1 and not any(
+            r.dir.resolve() == Path(baseline).resolve() for r in runs):  # before anything is written
+        raise UsageError(f"--baseline {baseline} is not one of the runs",
+                         hint="runs: " + ", ".join(str(r.dir) for r in runs))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the report folder {out}: {exc.strerror or exc}",
+                         hint="pass --out a folder you can write") from exc
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):  # same folder name in different places
         for k, r in enumerate(runs):
