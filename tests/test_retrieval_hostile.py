@@ -419,3 +419,32 @@ async def test_retriever_close_stops_its_parse_workers(server):
     assert isinstance(page, Page) and workers and all(p.poll() is None for p in workers)
     await r.aclose()
     assert all(p.poll() is not None for p in workers), "parse worker left running after aclose()"
+
+
+async def test_closing_the_pool_while_a_parse_is_in_flight_leaves_no_process():
+    """aclose() during a parse kills the busy worker; the parse that then sees its worker die
+    must not start a 'replacement' into a closed pool (a process nobody would ever stop)."""
+    import psutil
+
+    from orig_local.retrieval.httpfetch import RawResponse
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    pool = ParseWorkers(1)
+    await asyncio.to_thread(pool.warm)
+    raw = RawResponse(url="http://x/bomb", final_url="http://x/bomb", status=200, content_type="text/html",
+                      charset="utf-8", body=PARSE_BOMB)
+    task = asyncio.create_task(pool.run(raw, ReaderConfig(min_chars=10), time.monotonic() + 30))
+    await asyncio.sleep(0.3)  # the worker is busy parsing
+    await asyncio.to_thread(pool.close)
+    result = await asyncio.wait_for(task, 10)
+    assert isinstance(result, FetchFailure), result
+    assert pool._all == [] and pool._idle == []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        left = [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
+                and p.status() != psutil.STATUS_ZOMBIE]
+        if not left:
+            break
+        await asyncio.sleep(0.1)
+    assert not left, f"parse worker(s) left running after close(): {[p.pid for p in left]}"
