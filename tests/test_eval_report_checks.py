@@ -539,3 +539,19 @@ def test_items_generated_but_never_judged_are_counted_and_warned(tmp_path, bench
     assert any("no judge row" in w and "item_0" in w for w in res.warnings)
     _report(capsys, run)
     assert "no judge row" in (run / "report" / "status.md").read_text()
+
+
+def test_a_class_selection_covers_every_table_not_just_accuracy(tmp_path, bench, capsys):
+    # item_4 (sports) and item_5 (food) failed in the agent phase; a report on `animal` alone
+    # must not carry their failures, stop reasons or costs, and one on `sports` must carry
+    # exactly its own failure
+    bad = _run(tmp_path, bench, "bad", agent=_FailingAgent())
+    rc, _, err = _report(capsys, bad, "--classes", "animal", "--out", tmp_path / "animal")
+    assert rc == 0, err
+    status = (tmp_path / "animal" / "status.md").read_text()
+    assert "| bad | 3/0/0 |" in status and "†" not in status
+    assert "†" not in (tmp_path / "animal" / "accuracy.md").read_text()
+    rc, _, err = _report(capsys, bad, "--classes", "sports", "--out", tmp_path / "sports")
+    status = (tmp_path / "sports" / "status.md").read_text()
+    assert "| bad | 2/0/1 |" in status and "has failed items (agent 1" in status
+    assert "| 2/1 | 2/0/1 |" in status  # generate 2 ok / 1 failed; judge: item_4 failed upstream

@@ -63,6 +63,7 @@ class RunResults:
     judges: list[str] = field(default_factory=list)  # judge identities (model [@ revision])
     labels: list[str] = field(default_factory=list)  # stand-in labels (orig_local.labels)
     benchmark_checked: bool = False
+    judge_status_of: dict[str, str] = field(default_factory=dict)  # item -> ok/degraded/failed (judge)
 
     @property
     def retrieval_accuracy(self) -> float:
@@ -235,7 +236,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
 
     prompts: list[PromptScore] = []
     question_errors = item_errors = missing = items_with_q_errors = failed_upstream = 0
-    judge_status: Counter = Counter()
+    judge_of: dict[str, str] = {}  # item -> its judge status (selections recount from it)
     judges: list[str] = []
     for rid, row in judge_rows.items():
         if row.get("judge") and str(row["judge"]) not in judges:
@@ -255,12 +256,12 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
                     if rid in rows and row_status(rows[rid], ph) == "failed"]
         if upstream:  # judged, but not what the condition specifies (e.g. the raw-prompt fallback)
             failed_upstream += 1
-            judge_status["failed"] += 1
+            judge_of[rid] = "failed"
             continue
         status = row_status(row, "judge")
         if status == "failed" and not row.get("verdicts"):  # the item could not be judged at all
             item_errors += 1
-            judge_status["failed"] += 1
+            judge_of[rid] = "failed"
             continue
         questions = [(q.id, q.concept) for q in item.questions] if item is not None else None
         graded = [q.id for q in item.questions if q.rubric == "wise_wiscore"] if item is not None else None
@@ -273,16 +274,17 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         question_errors += check.question_errors
         items_with_q_errors += bool(check.question_errors)
         if status == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
-            judge_status["failed"] += 1  # every question errored (or the row says failed): not scored
+            judge_of[rid] = "failed"  # every question errored (or the row says failed): not scored
             continue
         elif check.question_errors or status == "degraded":
-            judge_status["degraded"] += 1
+            judge_of[rid] = "degraded"
         else:
-            judge_status["ok"] += 1
+            judge_of[rid] = "ok"
         ps = prompt_score(rid, category, check.outcomes, errors=errors)
         if ps.total:
             prompts.append(ps)
 
+    judge_status = Counter(judge_of.values())
     status = {
         "agent": _status_counts(agent_rows, "agent"),
         "generate": _status_counts(gen_rows, "generate"),
@@ -321,6 +323,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
                         judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
                         issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_rows),
                         benchmark_checked=items is not None)
+    result.judge_status_of = judge_of
     return result
 
 
