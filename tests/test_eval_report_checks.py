@@ -555,3 +555,16 @@ def test_a_class_selection_covers_every_table_not_just_accuracy(tmp_path, bench,
     status = (tmp_path / "sports" / "status.md").read_text()
     assert "| bad | 2/0/1 |" in status and "has failed items (agent 1" in status
     assert "| 2/1 | 2/0/1 |" in status  # generate 2 ok / 1 failed; judge: item_4 failed upstream
+
+
+def test_retrieval_accuracy_leaves_out_items_whose_agent_failed(tmp_path, bench):
+    # an old-style failed agent row (stop_reason "error", no error text) still got a retrieval
+    # row with A_i = 0; generation accuracy leaves the item out, so must retrieval accuracy
+    run = _run(tmp_path, bench)
+    rows = _rows(run / "agent.jsonl")
+    rows[0]["stop_reason"] = "error"
+    _write(run / "agent.jsonl", rows)
+    _write(run / "retrieval.jsonl", [{"id": r["id"], "accuracy": 0.0 if k == 0 else 1.0, "error": None}
+                                     for k, r in enumerate(rows)])
+    res = load_run(run)
+    assert res.retrieval_accuracy == 1.0

@@ -67,10 +67,12 @@ class RunResults:
 
     @property
     def retrieval_accuracy(self) -> float:
-        """Mean over prompts of A_i (paper Eq. 12)."""
-        return mean_ignoring_nan(r["accuracy"] for r in self.retrieval_rows.values()
+        """Mean over prompts of A_i (paper Eq. 12). Items whose agent phase failed are left out,
+        as they are from generation accuracy: their evidence is not what the condition retrieves."""
+        failed = {rid for rid, r in self.agent_rows.items() if row_status(r, "agent") == "failed"}
+        return mean_ignoring_nan(r["accuracy"] for rid, r in self.retrieval_rows.items()
                                  if isinstance(r.get("accuracy"), (int, float)) and not isinstance(r["accuracy"], bool)
-                                 and not r.get("_duplicate"))
+                                 and not r.get("_duplicate") and rid not in failed)
 
     @property
     def scores(self) -> dict[str, float]:
