@@ -321,3 +321,21 @@ def test_an_os_error_naming_a_file_is_one_line(judged_run, capsys, monkeypatch):
     monkeypatch.setattr(report, "write_status", full)
     rc, _, lines = _cli(capsys, "-q", "report", judged_run, "--bootstrap", "0")
     _one_line(rc, lines, "No space left on device", "status.md")
+
+
+def test_human_labels_csv_saved_by_a_spreadsheet_or_broken_is_read_or_one_line(tmp_path, capsys):
+    from orig_local.evaluation.agreement import read_labels
+
+    # Excel's "CSV UTF-8" starts with a byte-order mark: the header must still be recognised
+    bom = tmp_path / "excel.csv"
+    bom.write_bytes(b"\xef\xbb\xbfid,question_id,human\r\nitem_0,q1,true\r\nitem_0,q2,FALSE\r\n")
+    assert read_labels(bom) == ({("item_0", "q1"): True, ("item_0", "q2"): False}, 0)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "judge.jsonl").write_text("")
+    for name, blob, needle in [("latin.csv", b"\xff\xfeid,question_id,human\n", "UTF-8"),
+                               ("short.csv", b"id,question_id,human\nitem_0,q1\n", ":2:")]:
+        path = tmp_path / name
+        path.write_bytes(blob)
+        rc, _, lines = _cli(capsys, "-q", "agreement", "--human", path, run)
+        _one_line(rc, lines, name, needle)
