@@ -64,6 +64,8 @@ def routes():
         "/brotli": respond(ARTICLE, headers={"Content-Encoding": "br"}),
         "/gzip-multimember": respond(gzip_stream([ARTICLE[:500]]) + gzip_stream([ARTICLE[500:]]), headers=gz),
         "/parse-bomb": respond(PARSE_BOMB),
+        "/gzip-truncated": respond(gzip_stream([ARTICLE * 4])[:-200], headers=gz),
+        "/gzip-empty": respond(b"", headers=gz),
         "/utf16-plain": respond(codecs.BOM_UTF16_LE + (" ".join(PARAS)).encode("utf-16-le"), "text/plain"),
         "/utf16be-html": respond(codecs.BOM_UTF16_BE + ARTICLE.decode().encode("utf-16-be"),
                                  "text/html; charset=iso-8859-1"),
@@ -448,3 +450,12 @@ async def test_closing_the_pool_while_a_parse_is_in_flight_leaves_no_process():
             break
         await asyncio.sleep(0.1)
     assert not left, f"parse worker(s) left running after close(): {[p.pid for p in left]}"
+
+
+async def test_a_truncated_gzip_body_is_a_decode_error_not_a_shorter_page(server, reader):
+    result = await reader.read(server.url("/gzip-truncated"))
+    assert isinstance(result, FetchFailure) and result.kind == "decode_error", result
+    assert "truncated" in result.detail
+    # an empty body under a coding header is not a truncated stream (just an empty page)
+    result = await reader.read(server.url("/gzip-empty"))
+    assert isinstance(result, FetchFailure) and result.kind == "empty", result
