@@ -339,3 +339,10 @@ def test_human_labels_csv_saved_by_a_spreadsheet_or_broken_is_read_or_one_line(t
         path.write_bytes(blob)
         rc, _, lines = _cli(capsys, "-q", "agreement", "--human", path, run)
         _one_line(rc, lines, name, needle)
+
+
+def test_config_file_that_is_not_text_is_one_line(tmp_path, capsys):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_bytes(b"\xff\xfe\x00agent:\n")  # e.g. saved as UTF-16 by an editor
+    rc, _, lines = _cli(capsys, "config", "--config", cfg)
+    _one_line(rc, lines, str(cfg), "UTF-8")
