@@ -231,3 +231,21 @@ def test_a_duplicated_item_is_an_error_not_first_row_wins(repo, tmp_path):
     assert s.errors == before.errors + 1 and rows[0]["id"] in s.error_ids
     assert sum(s.scored.values()) == sum(before.scored.values()) - 1
     assert "INCOMPLETE" in wise_report([run], "verified")
+
+
+def test_grades_outside_the_scale_or_not_numbers_are_errors_not_scores():
+    from orig_local.evaluation.wise_score import item_value
+
+    def row(qid, answer):
+        return {"id": "wise_1", "category": "cultural", "error": None,
+                "verdicts": [{"qid": qid, "answer": answer, "correct": None, "error": None}]}
+
+    assert item_value(row("wiscore", {"consistency": 2, "realism": 1, "aesthetic_quality": 0}), "wiscore") == \
+        pytest.approx(wiscore(2, 1, 0))
+    for bad in ({"consistency": "2", "realism": 1, "aesthetic_quality": 0},
+                {"consistency": 5, "realism": 1, "aesthetic_quality": 0},
+                {"consistency": True, "realism": 1, "aesthetic_quality": 0}):
+        assert item_value(row("wiscore", bad), "wiscore") is None, bad
+    assert item_value(row("verified", {"score": 1}), "verified") == 1.0
+    for bad in ({"score": True}, {"score": "1"}, {"score": 2}):
+        assert item_value(row("verified", bad), "verified") is None, bad

@@ -74,11 +74,14 @@ def item_value(row: dict, score: str) -> float | None:
         return None
     answer = v.get("answer")
     if score == "wiscore":
-        if not isinstance(answer, dict) or any(k not in answer for k in ("consistency", "realism", "aesthetic_quality")):
-            return None
+        grades = ("consistency", "realism", "aesthetic_quality")
+        if not isinstance(answer, dict) or any(
+                type(answer.get(k)) is not int or answer[k] not in (0, 1, 2) for k in grades):
+            return None  # missing, out of the 0-2 scale, or not a number ("2", true): not a grade
         return wiscore(answer["consistency"], answer["realism"], answer["aesthetic_quality"])
     if score == "verified":
-        return float(answer["score"]) if isinstance(answer, dict) and answer.get("score") in (0, 1) else None
+        score = answer.get("score") if isinstance(answer, dict) else None
+        return float(score) if type(score) is int and score in (0, 1) else None  # true/"1" are not scores
     return None if v.get("correct") is None else float(bool(v["correct"]))
 
 
