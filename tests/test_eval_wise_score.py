@@ -249,3 +249,15 @@ def test_grades_outside_the_scale_or_not_numbers_are_errors_not_scores():
     assert item_value(row("verified", {"score": 1}), "verified") == 1.0
     for bad in ({"score": True}, {"score": "1"}, {"score": 2}):
         assert item_value(row("verified", bad), "verified") is None, bad
+
+
+def test_default_score_follows_the_release_of_the_data_run_json_names(repo, tmp_path):
+    # both scores judged; run.json records only the data path: a legacy folder means WiScore
+    run, _ = _run(repo, tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    meta["data"] = str(repo / "WISE_legacy" / "data")
+    (run / "run.json").write_text(json.dumps(meta))
+    assert run_summary(run).score == "wiscore"
+    meta["data"] = str(repo / "data_verified")
+    (run / "run.json").write_text(json.dumps(meta))
+    assert run_summary(run).score == "verified"

@@ -138,7 +138,17 @@ def _release(meta: dict) -> str | None:
         if d.get("loader") == "wise" and d.get("release"):
             return d["release"]
         stack += [v for v in d.values() if isinstance(v, dict)]
-    return meta.get("release")
+    if meta.get("release"):
+        return meta["release"]
+    if meta.get("benchmark") == "wise" and meta.get("data"):
+        # run.json names the data: the release is in its layout (file names, data_verified/)
+        try:
+            from orig_local.evaluation.loaders.wise import resolve
+
+            return resolve(meta["data"], meta.get("variant") or "base")[0].release
+        except Exception:  # moved or unreadable: no release known (the default order applies)
+            return None
+    return None
 
 
 def is_wise_run(run_dir: str | Path, judge_name: str | None = None) -> bool:
