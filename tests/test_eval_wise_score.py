@@ -261,3 +261,21 @@ def test_default_score_follows_the_release_of_the_data_run_json_names(repo, tmp_
     meta["data"] = str(repo / "data_verified")
     (run / "run.json").write_text(json.dumps(meta))
     assert run_summary(run).score == "verified"
+
+
+def test_items_are_counted_in_the_category_the_authors_calculators_give_their_id():
+    # WISE_Verified's calculator (and leadboard.md) go by prompt_id boundaries: 1-400 culture,
+    # then blocks of 120. A row whose Category string disagrees is counted where the authors
+    # count it, so the category means and Overall match theirs.
+    rows = [{"id": f"wise_{pid}", "category": cat, "error": None,
+             "verdicts": [{"qid": "verified", "answer": {"score": s}, "correct": s == 1, "error": None}]}
+            for pid, cat, s in [(1, "cultural", 1), (450, "cultural", 0), (530, "space", 1),
+                                (700, "biology", 1), (800, "physics", 0), (900, "chemistry", 1)]]
+    s = summarize(rows, "verified", release="verified")
+    assert s.categories == {"cultural": 1.0, "time": 0.0, "space": 1.0, "biology": 1.0, "physics": 0.0,
+                            "chemistry": 1.0}
+    # legacy: 701-800 biology, 801-900 physics, 901-1000 chemistry (wise_science.py)
+    legacy = summarize(rows, "verified", release="legacy")
+    assert (legacy.scored["biology"], legacy.scored["physics"], legacy.scored["chemistry"]) == (2, 1, 0)
+    # unknown release: the rows' own categories
+    assert summarize(rows, "verified").scored["cultural"] == 2

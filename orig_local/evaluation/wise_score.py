@@ -97,8 +97,26 @@ def overall(categories: dict[str, float], score: str) -> float:
     return sum(weights[c] * categories[c] for c in CATEGORIES)
 
 
-def summarize(rows: Iterable[dict], score: str, errors: str = "exclude") -> WiseSummary:
-    """Score judge rows (``{"id", "category", "verdicts", "error"}``) under ``score``."""
+def authors_category(item_id: str, category: str, release: str | None) -> str:
+    """The category WISE's own calculators count an item in: they go by ``prompt_id`` range
+    (Verified: 1-400 culture, then blocks of 120; legacy: 1-400 culture, 701-800 biology,
+    801-900 physics, 901-1000 chemistry, and time/space by subcategory in 401-700), not by the
+    ``Category`` string. Where the release or a numeric id is unknown, the row's category."""
+    from orig_local.evaluation.loaders.wise import _category_by_id
+
+    pid = str(item_id).removeprefix("wise_")
+    if release not in ("legacy", "verified") or not pid.isdigit():
+        return category
+    n = int(pid)
+    if release == "legacy" and 400 < n <= 700:
+        return category  # time or space: decided by the subcategory, which the Category mirrors
+    return _category_by_id(n, release, None) or category  # type: ignore[arg-type]
+
+
+def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release: str | None = None) -> WiseSummary:
+    """Score judge rows (``{"id", "category", "verdicts", "error"}``) under ``score``; with the
+    data's ``release`` known, items are counted in the category WISE's calculators give them
+    (:func:`authors_category`) for WiScore and WISE_Verified."""
     if score not in SCORES:
         raise DataError(f"unknown WISE score {score!r}; choose {', '.join(SCORES)}")
     sums = {c: 0.0 for c in CATEGORIES}
@@ -110,6 +128,8 @@ def summarize(rows: Iterable[dict], score: str, errors: str = "exclude") -> Wise
         if cat not in sums:
             raise DataError(f"judge row {row.get('id')} has category {cat!r}, not a WISE category "
                             f"({', '.join(CATEGORIES)}): judged with an older loader? rerun the judge phase")
+        if score != "statement":
+            cat = authors_category(str(row.get("id")), cat, release)
         value = item_value(row, score)
         if value is None:
             out.errors += 1
@@ -177,7 +197,7 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
         raise DataError(f"{run_dir}: no {NAMES[score]} verdicts (judged: {', '.join(judged) or 'none'}); "
                         f"judge with eval.wise_judge including {score!r} (--set eval.wise_judge=[{score}] "
                         "--phase judge --retry-errors into a new --judge-name)")
-    return summarize(rows, score, errors)
+    return summarize(rows, score, errors, release=_release(read_meta(Path(run_dir))))
 
 
 def _judge_rows(run_dir: Path, judge_name: str | None) -> list[dict]:
