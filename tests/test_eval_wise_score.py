@@ -279,3 +279,25 @@ def test_items_are_counted_in_the_category_the_authors_calculators_give_their_id
     assert (legacy.scored["biology"], legacy.scored["physics"], legacy.scored["chemistry"]) == (2, 1, 0)
     # unknown release: the rows' own categories
     assert summarize(rows, "verified").scored["cultural"] == 2
+
+
+def test_a_run_judged_with_fewer_wise_protocols_is_checked_against_those(repo, tmp_path):
+    # eval.wise_judge=[verified]: the items have one question each; checking the verdicts
+    # against the loader's default protocols made every item a "data error" (report exit 1)
+    from orig_local.evaluation.results import load_run
+
+    cfg = Config()
+    cfg.progress = False
+    cfg.cache_dir = ""
+    cfg.agent.condition = "direct"
+    cfg.generator.preset = "fake"
+    cfg.eval.benchmark = "wise"
+    cfg.eval.data = str(repo / "data_verified")
+    cfg.eval.wise_judge = ["verified"]
+    items = load_benchmark("wise", repo / "data_verified", protocols=["verified"])[::100]
+    judge, _ = _judge()
+    run = tmp_path / "run"
+    run_phases(cfg, run, items, ["agent", "generate", "judge"], agent=direct_agent,
+               generator=ColourByIdGenerator(), judge=judge)
+    res = load_run(run)
+    assert res.benchmark_checked and res.data_errors == [] and len(res.prompts) == len(items)

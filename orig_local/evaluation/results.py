@@ -181,8 +181,30 @@ def row_status(row: dict, phase: str = "") -> str:
     return "ok"
 
 
-def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None):
-    """The run's benchmark items by id, or (None, reason) when they cannot be loaded."""
+def loader_options(run_dir: str | Path | None, benchmark: str) -> dict:
+    """The loader options the run was made with (its ``config.yaml``'s ``eval`` section): WISE's
+    variant and judged protocols decide which questions an item has. {} when not recorded."""
+    if run_dir is None or not (Path(run_dir) / "config.yaml").is_file():
+        return {}
+    try:
+        import yaml
+        from types import SimpleNamespace
+
+        from orig_local.evaluation.loaders import benchmark_options
+
+        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
+        ev = cfg.get("eval") if isinstance(cfg, dict) else None
+        ev = ev if isinstance(ev, dict) else {}
+        return benchmark_options(SimpleNamespace(benchmark=benchmark, variant=ev.get("variant") or "base",
+                                                 wise_judge=ev.get("wise_judge")))
+    except Exception:  # an unreadable config: the loader's defaults (the check says what differs)
+        return {}
+
+
+def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None,
+                         run_dir: str | Path | None = None):
+    """The run's benchmark items by id, or (None, reason) when they cannot be loaded. With
+    ``run_dir``, the loader options the run recorded are used (e.g. WISE's judged protocols)."""
     data = data or meta.get("data")
     benchmark = benchmark or meta.get("benchmark") or "figeval"
     if not data:
@@ -190,7 +212,7 @@ def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: 
     try:
         from orig_local.evaluation.loaders import load_benchmark
 
-        items = load_benchmark(benchmark, data, include_others=True)
+        items = load_benchmark(benchmark, data, include_others=True, **loader_options(run_dir, benchmark))
     except Exception as exc:  # a moved or unreadable benchmark: say so, check what we can
         return None, f"benchmark {benchmark} at {data} could not be loaded ({' '.join(str(exc).split())[:200]})"
     return {it.id: it for it in items}, None
@@ -222,7 +244,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         raise DataError(f"{run_dir}: no verdicts of judge {judge_name!r} ({judge_file.name})")
 
     if items is None and check_benchmark:
-        items, why = load_benchmark_items(meta, data, benchmark)
+        items, why = load_benchmark_items(meta, data, benchmark, run_dir)
         if items is None:
             warnings.append(f"benchmark not checked: {why}; verdicts were validated without the question list")
 
