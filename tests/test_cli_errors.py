@@ -346,3 +346,21 @@ def test_config_file_that_is_not_text_is_one_line(tmp_path, capsys):
     cfg.write_bytes(b"\xff\xfe\x00agent:\n")  # e.g. saved as UTF-16 by an editor
     rc, _, lines = _cli(capsys, "config", "--config", cfg)
     _one_line(rc, lines, str(cfg), "UTF-8")
+
+
+def test_agreement_leaves_out_an_item_with_two_judge_rows(tmp_path):
+    # item_0 judged twice (main and shard file) with opposite answers: agreement must not
+    # silently take the first row
+    from orig_local.evaluation.agreement import judge_answers
+
+    run = tmp_path / "run"
+    run.mkdir()
+
+    def row(pid, answer):
+        return json.dumps({"id": pid, "category": "animal", "verdicts": [
+            {"qid": "q1", "answer": answer, "correct": answer, "expected": True, "error": None}]}) + "\n"
+
+    (run / "judge.jsonl").write_text(row("item_0", True) + row("item_1", True))
+    (run / "judge.shard-1-of-2.jsonl").write_text(row("item_0", False))
+    answers, _, classes = judge_answers(run)
+    assert answers == {("item_1", "q1"): True} and set(classes) == {"item_1"}

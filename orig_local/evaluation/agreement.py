@@ -28,7 +28,6 @@ from pathlib import Path
 
 from orig_local.errors import DataError
 
-from orig_local.evaluation.rundir import read_phase
 
 TRUE = {"true", "1", "yes", "t", "y"}
 FALSE = {"false", "0", "no", "f", "n"}
@@ -78,10 +77,19 @@ def read_labels(path: str | Path) -> tuple[dict[tuple[str, str], bool], int]:
 
 def judge_answers(run_dir: str | Path, judge_name: str | None = None) -> tuple[dict, dict, dict]:
     """((id, qid) -> judge answer bool, (id, qid) -> expected answer, id -> class)."""
+    from orig_local.evaluation.results import _by_id, read_all_rows
+
     answers, expected, classes = {}, {}, {}
-    for row in read_phase(Path(run_dir), "judge", judge_name).values():
-        classes[row["id"]] = row["category"]
-        for v in row.get("verdicts", []):
+    # an id with several rows (main + shard files) is left out: which one the human labelled
+    # cannot be told, and "first row wins" would decide it silently
+    rows = _by_id(read_all_rows(Path(run_dir), "judge", judge_name), "judge", [])
+    for row in rows.values():
+        if row.get("_duplicate"):
+            continue
+        classes[row["id"]] = str(row.get("category") or "")
+        for v in row.get("verdicts") or []:
+            if not isinstance(v, dict) or not v.get("qid"):
+                continue
             if isinstance(v.get("answer"), bool) and v.get("error") is None:
                 answers[(row["id"], v["qid"])] = v["answer"]
             expected[(row["id"], v["qid"])] = v.get("expected", True)
