@@ -219,7 +219,7 @@ def test_default_score_is_the_releases_own(repo, tmp_path):
 def test_a_duplicated_item_is_an_error_not_first_row_wins(repo, tmp_path):
     # the same id in the main file and a shard file, with different verdicts: WISE's score must
     # not silently take the first one (issue 9.6: duplicates are never resolved silently)
-    run, items = _run(repo, tmp_path)
+    run, _ = _run(repo, tmp_path)
     rows = [json.loads(ln) for ln in (run / "judge.jsonl").read_text().splitlines()]
     before = run_summary(run, "verified")
     flipped = json.loads(json.dumps(rows[0]))

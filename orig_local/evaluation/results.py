@@ -187,8 +187,9 @@ def loader_options(run_dir: str | Path | None, benchmark: str) -> dict:
     if run_dir is None or not (Path(run_dir) / "config.yaml").is_file():
         return {}
     try:
-        import yaml
         from types import SimpleNamespace
+
+        import yaml
 
         from orig_local.evaluation.loaders import benchmark_options
 
@@ -197,7 +198,7 @@ def loader_options(run_dir: str | Path | None, benchmark: str) -> dict:
         ev = ev if isinstance(ev, dict) else {}
         return benchmark_options(SimpleNamespace(benchmark=benchmark, variant=ev.get("variant") or "base",
                                                  wise_judge=ev.get("wise_judge")))
-    except Exception:  # an unreadable config: the loader's defaults (the check says what differs)
+    except Exception:  # noqa: BLE001 - an unreadable config: the loader's defaults (the check says what differs)
         return {}
 
 

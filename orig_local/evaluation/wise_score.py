@@ -166,7 +166,7 @@ def _release(meta: dict) -> str | None:
             from orig_local.evaluation.loaders.wise import resolve
 
             return resolve(meta["data"], meta.get("variant") or "base")[0].release
-        except Exception:  # moved or unreadable: no release known (the default order applies)
+        except Exception:  # noqa: BLE001 - moved or unreadable: no release known (the default order applies)
             return None
     return None
 
