@@ -459,3 +459,25 @@ async def test_a_truncated_gzip_body_is_a_decode_error_not_a_shorter_page(server
     # an empty body under a coding header is not a truncated stream (just an empty page)
     result = await reader.read(server.url("/gzip-empty"))
     assert isinstance(result, FetchFailure) and result.kind == "empty", result
+
+
+async def test_retriever_close_closes_every_part_even_when_one_fails_to_close(server):
+    from orig_local.retrieval.config import RetrievalConfig
+    from orig_local.retrieval.retriever import Retriever
+
+    config = RetrievalConfig.model_validate({
+        "search": {"chain": ["searxng"], "cache": False}, "reader": {"timeout_s": 5, "min_chars": 100},
+        "fetch": {"allow_loopback": True, "per_host_interval_s": 0}})
+    r = Retriever.from_config(config)
+    page = await r.read_page(server.url("/article"))
+    workers = [w.process for w in r.reader.workers._all]
+    assert isinstance(page, Page) and workers
+
+    async def broken():
+        raise RuntimeError("backend close failed")
+
+    r.fetcher.aclose = broken  # closed before the shared HTTP session and the search backends
+    with pytest.raises(RuntimeError, match="backend close failed"):
+        await r.aclose()
+    assert all(p.poll() is not None for p in workers), "parse worker left running after a failed aclose()"
+    assert r.reader.session.client.is_closed, "HTTP session left open after a part failed to close"
