@@ -563,6 +563,8 @@ def test_retrieval_accuracy_leaves_out_items_whose_agent_failed(tmp_path, bench)
     run = _run(tmp_path, bench)
     rows = _rows(run / "agent.jsonl")
     rows[0]["stop_reason"] = "error"
+    for key in ("status", "warning", "failure"):  # a row from before statuses existed
+        rows[0].pop(key, None)
     _write(run / "agent.jsonl", rows)
     _write(run / "retrieval.jsonl", [{"id": r["id"], "accuracy": 0.0 if k == 0 else 1.0, "error": None}
                                      for k, r in enumerate(rows)])
