@@ -270,3 +270,97 @@ def test_argument_mistakes_are_one_line_with_where_help_is(capsys):
             main(argv)
         err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
         assert exc.value.code == 2 and len(err) == 1 and "--help" in err[0], (argv, err)
+
+
+# --------------------------------------------------------------------------- orig report options
+
+
+@pytest.fixture
+def judged_run(tmp_path):
+    import test_eval_report_checks as T
+    from _eval_fakes import make_mini_benchmark
+
+    return T._run(tmp_path, make_mini_benchmark(tmp_path / "b9", n=9))
+
+
+@pytest.mark.parametrize("argv,needle", [(["--ci", "2"], "--ci"), (["--ci", "0"], "--ci"),
+                                         (["--bootstrap", "-5"], "--bootstrap")])
+def test_report_numbers_out_of_range_are_one_line(judged_run, capsys, argv, needle):
+    with pytest.raises(SystemExit) as exc:  # argparse's own exit, with our one-line format
+        main(["-q", "report", str(judged_run), *argv])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert exc.value.code == 2 and len(lines) == 1 and needle in lines[0], lines
+    assert not (judged_run / "report").exists()
+
+
+def test_report_out_that_is_a_file_is_one_line(judged_run, tmp_path, capsys):
+    target = tmp_path / "a_file"
+    target.write_text("keep me")
+    rc, _, lines = _cli(capsys, "-q", "report", judged_run, "--out", target, "--bootstrap", "0")
+    _one_line(rc, lines, str(target))
+    assert target.read_text() == "keep me"
+
+
+def test_unknown_baseline_is_refused_before_anything_is_written(judged_run, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    rc, _, lines = _cli(capsys, "-q", "report", judged_run, judged_run, "--out", out,
+                        "--baseline", tmp_path / "nope", "--bootstrap", "0")
+    _one_line(rc, lines, "--baseline")
+    assert not out.exists()
+
+
+def test_an_os_error_naming_a_file_is_one_line(judged_run, capsys, monkeypatch):
+    # disk full while writing the report: one line naming the file, no traceback
+    import errno
+
+    from orig_local.evaluation import report
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(judged_run / "report" / "status.md"))
+
+    monkeypatch.setattr(report, "write_status", full)
+    rc, _, lines = _cli(capsys, "-q", "report", judged_run, "--bootstrap", "0")
+    _one_line(rc, lines, "No space left on device", "status.md")
+
+
+def test_human_labels_csv_saved_by_a_spreadsheet_or_broken_is_read_or_one_line(tmp_path, capsys):
+    from orig_local.evaluation.agreement import read_labels
+
+    # Excel's "CSV UTF-8" starts with a byte-order mark: the header must still be recognised
+    bom = tmp_path / "excel.csv"
+    bom.write_bytes(b"\xef\xbb\xbfid,question_id,human\r\nitem_0,q1,true\r\nitem_0,q2,FALSE\r\n")
+    assert read_labels(bom) == ({("item_0", "q1"): True, ("item_0", "q2"): False}, 0)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "judge.jsonl").write_text("")
+    for name, blob, needle in [("latin.csv", b"\xff\xfeid,question_id,human\n", "UTF-8"),
+                               ("short.csv", b"id,question_id,human\nitem_0,q1\n", ":2:")]:
+        path = tmp_path / name
+        path.write_bytes(blob)
+        rc, _, lines = _cli(capsys, "-q", "agreement", "--human", path, run)
+        _one_line(rc, lines, name, needle)
+
+
+def test_config_file_that_is_not_text_is_one_line(tmp_path, capsys):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_bytes(b"\xff\xfe\x00agent:\n")  # e.g. saved as UTF-16 by an editor
+    rc, _, lines = _cli(capsys, "config", "--config", cfg)
+    _one_line(rc, lines, str(cfg), "UTF-8")
+
+
+def test_agreement_leaves_out_an_item_with_two_judge_rows(tmp_path):
+    # item_0 judged twice (main and shard file) with opposite answers: agreement must not
+    # silently take the first row
+    from orig_local.evaluation.agreement import judge_answers
+
+    run = tmp_path / "run"
+    run.mkdir()
+
+    def row(pid, answer):
+        return json.dumps({"id": pid, "category": "animal", "verdicts": [
+            {"qid": "q1", "answer": answer, "correct": answer, "expected": True, "error": None}]}) + "\n"
+
+    (run / "judge.jsonl").write_text(row("item_0", True) + row("item_1", True))
+    (run / "judge.shard-1-of-2.jsonl").write_text(row("item_0", False))
+    answers, _, classes = judge_answers(run)
+    assert answers == {("item_1", "q1"): True} and set(classes) == {"item_1"}

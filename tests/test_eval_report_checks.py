@@ -502,3 +502,73 @@ def test_classes_figure_says_no_data_instead_of_a_zero_bar(tmp_path, bench, monk
     report.figure_classes([good, empty], tmp_path / "f.png", n_boot=0, ci=0.95, seed=0)
     assert seen["texts"].count("no data") == 4  # animal, sports, food, All
     assert seen["labels"] == ["good", "empty"]
+
+
+def test_a_true_false_verdict_shaped_like_a_graded_one_is_a_data_error_not_dropped(tmp_path, bench):
+    # correct=null with an answer object is WISE's graded WiScore form; on a FIG-Eval-style
+    # true/false question it must not silently leave the item scored on its other questions.
+    run = _run(tmp_path, bench)
+    rows = _rows(run / "judge.jsonl")
+    rows[0]["verdicts"][0].update(correct=None, answer={"x": 1})
+    _write(run / "judge.jsonl", rows)
+    res = load_run(run)
+    assert "item_0" in {i.item for i in res.data_errors}
+    assert "item_0" not in {p.id for p in res.prompts}
+
+
+def test_a_row_with_no_verdicts_is_a_data_error_even_when_the_benchmark_is_unreadable(tmp_path, bench):
+    run = _run(tmp_path, bench)
+    meta = json.loads((run / "run.json").read_text())
+    meta["data"] = str(tmp_path / "moved_away")
+    (run / "run.json").write_text(json.dumps(meta))
+    rows = _rows(run / "judge.jsonl")
+    rows[0]["verdicts"] = []
+    _write(run / "judge.jsonl", rows)
+    res = load_run(run)
+    assert not res.benchmark_checked
+    assert "item_0" in {i.item for i in res.data_errors}
+    assert res.counts["data_errors"] == 1 and res.counts["judged_prompts"] == 8
+
+
+def test_items_generated_but_never_judged_are_counted_and_warned(tmp_path, bench, capsys):
+    # an interrupted judge phase: 4 of 9 items have images but no verdicts; the report must say
+    # so instead of presenting the 5 judged items as the run
+    run = _run(tmp_path, bench)
+    rows = _rows(run / "judge.jsonl")
+    _write(run / "judge.jsonl", rows[4:])
+    res = load_run(run)
+    assert res.counts["not_judged"] == 4
+    assert any("no judge row" in w and "item_0" in w for w in res.warnings)
+    _report(capsys, run)
+    assert "no judge row" in (run / "report" / "status.md").read_text()
+
+
+def test_a_class_selection_covers_every_table_not_just_accuracy(tmp_path, bench, capsys):
+    # item_4 (sports) and item_5 (food) failed in the agent phase; a report on `animal` alone
+    # must not carry their failures, stop reasons or costs, and one on `sports` must carry
+    # exactly its own failure
+    bad = _run(tmp_path, bench, "bad", agent=_FailingAgent())
+    rc, _, err = _report(capsys, bad, "--classes", "animal", "--out", tmp_path / "animal")
+    assert rc == 0, err
+    status = (tmp_path / "animal" / "status.md").read_text()
+    assert "| bad | 3/0/0 |" in status and "†" not in status
+    assert "†" not in (tmp_path / "animal" / "accuracy.md").read_text()
+    rc, _, err = _report(capsys, bad, "--classes", "sports", "--out", tmp_path / "sports")
+    status = (tmp_path / "sports" / "status.md").read_text()
+    assert "| bad | 2/0/1 |" in status and "has failed items (agent 1" in status
+    assert "| 2/1 | 2/0/1 |" in status  # generate 2 ok / 1 failed; judge: item_4 failed upstream
+
+
+def test_retrieval_accuracy_leaves_out_items_whose_agent_failed(tmp_path, bench):
+    # an old-style failed agent row (stop_reason "error", no error text) still got a retrieval
+    # row with A_i = 0; generation accuracy leaves the item out, so must retrieval accuracy
+    run = _run(tmp_path, bench)
+    rows = _rows(run / "agent.jsonl")
+    rows[0]["stop_reason"] = "error"
+    for key in ("status", "warning", "failure"):  # a row from before statuses existed
+        rows[0].pop(key, None)
+    _write(run / "agent.jsonl", rows)
+    _write(run / "retrieval.jsonl", [{"id": r["id"], "accuracy": 0.0 if k == 0 else 1.0, "error": None}
+                                     for k, r in enumerate(rows)])
+    res = load_run(run)
+    assert res.retrieval_accuracy == 1.0

@@ -106,3 +106,16 @@ def test_paired_difference_uses_common_ids_and_is_zero_against_itself():
 def test_retrieval_accuracy():
     assert retrieval_accuracy([True, False, True, None]) == pytest.approx(2 / 3)
     assert math.isnan(retrieval_accuracy([None]))
+
+
+def test_concept_cells_cover_the_same_prompts_as_the_class_columns_and_their_ci():
+    # FIG-Eval's 20 "others" prompts (judged with include_others) are not one of the 10 table
+    # classes: they are out of "All", so they must be out of PF/CC/TC too, or the point value
+    # and its bootstrap interval describe different prompt sets.
+    run = scores() + [prompt_score("o", "others", [("PF", False), ("TC", False)])]
+    row = table_row(run)
+    assert row["PF"] == pytest.approx((1 / 2 + 1) / 2)  # prompts a and b only
+    assert row["TC"] == pytest.approx((0 + 1) / 2)
+    ci = bootstrap_ci(run, n_boot=200, seed=1)
+    for c in ("PF", "CC", "TC"):
+        assert ci[c][0] - 1e-9 <= row[c] <= ci[c][1] + 1e-9

@@ -214,3 +214,90 @@ def test_default_score_is_the_releases_own(repo, tmp_path):
     meta["data_source"] = {"loader": "wise", "release": "legacy", "variant": "base"}
     (run / "run.json").write_text(json.dumps(meta))
     assert run_summary(run).score == "wiscore"
+
+
+def test_a_duplicated_item_is_an_error_not_first_row_wins(repo, tmp_path):
+    # the same id in the main file and a shard file, with different verdicts: WISE's score must
+    # not silently take the first one (issue 9.6: duplicates are never resolved silently)
+    run, _ = _run(repo, tmp_path)
+    rows = [json.loads(ln) for ln in (run / "judge.jsonl").read_text().splitlines()]
+    before = run_summary(run, "verified")
+    flipped = json.loads(json.dumps(rows[0]))
+    for v in flipped["verdicts"]:
+        if v["qid"] == "verified":
+            v["answer"] = {"score": 1 - v["answer"]["score"]}
+    (run / "judge.shard-1-of-2.jsonl").write_text(json.dumps(flipped) + "\n")
+    s = run_summary(run, "verified")
+    assert s.errors == before.errors + 1 and rows[0]["id"] in s.error_ids
+    assert sum(s.scored.values()) == sum(before.scored.values()) - 1
+    assert "INCOMPLETE" in wise_report([run], "verified")
+
+
+def test_grades_outside_the_scale_or_not_numbers_are_errors_not_scores():
+    from orig_local.evaluation.wise_score import item_value
+
+    def row(qid, answer):
+        return {"id": "wise_1", "category": "cultural", "error": None,
+                "verdicts": [{"qid": qid, "answer": answer, "correct": None, "error": None}]}
+
+    assert item_value(row("wiscore", {"consistency": 2, "realism": 1, "aesthetic_quality": 0}), "wiscore") == \
+        pytest.approx(wiscore(2, 1, 0))
+    for bad in ({"consistency": "2", "realism": 1, "aesthetic_quality": 0},
+                {"consistency": 5, "realism": 1, "aesthetic_quality": 0},
+                {"consistency": True, "realism": 1, "aesthetic_quality": 0}):
+        assert item_value(row("wiscore", bad), "wiscore") is None, bad
+    assert item_value(row("verified", {"score": 1}), "verified") == 1.0
+    for bad in ({"score": True}, {"score": "1"}, {"score": 2}):
+        assert item_value(row("verified", bad), "verified") is None, bad
+
+
+def test_default_score_follows_the_release_of_the_data_run_json_names(repo, tmp_path):
+    # both scores judged; run.json records only the data path: a legacy folder means WiScore
+    run, _ = _run(repo, tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    meta["data"] = str(repo / "WISE_legacy" / "data")
+    (run / "run.json").write_text(json.dumps(meta))
+    assert run_summary(run).score == "wiscore"
+    meta["data"] = str(repo / "data_verified")
+    (run / "run.json").write_text(json.dumps(meta))
+    assert run_summary(run).score == "verified"
+
+
+def test_items_are_counted_in_the_category_the_authors_calculators_give_their_id():
+    # WISE_Verified's calculator (and leadboard.md) go by prompt_id boundaries: 1-400 culture,
+    # then blocks of 120. A row whose Category string disagrees is counted where the authors
+    # count it, so the category means and Overall match theirs.
+    rows = [{"id": f"wise_{pid}", "category": cat, "error": None,
+             "verdicts": [{"qid": "verified", "answer": {"score": s}, "correct": s == 1, "error": None}]}
+            for pid, cat, s in [(1, "cultural", 1), (450, "cultural", 0), (530, "space", 1),
+                                (700, "biology", 1), (800, "physics", 0), (900, "chemistry", 1)]]
+    s = summarize(rows, "verified", release="verified")
+    assert s.categories == {"cultural": 1.0, "time": 0.0, "space": 1.0, "biology": 1.0, "physics": 0.0,
+                            "chemistry": 1.0}
+    # legacy: 701-800 biology, 801-900 physics, 901-1000 chemistry (wise_science.py)
+    legacy = summarize(rows, "verified", release="legacy")
+    assert (legacy.scored["biology"], legacy.scored["physics"], legacy.scored["chemistry"]) == (2, 1, 0)
+    # unknown release: the rows' own categories
+    assert summarize(rows, "verified").scored["cultural"] == 2
+
+
+def test_a_run_judged_with_fewer_wise_protocols_is_checked_against_those(repo, tmp_path):
+    # eval.wise_judge=[verified]: the items have one question each; checking the verdicts
+    # against the loader's default protocols made every item a "data error" (report exit 1)
+    from orig_local.evaluation.results import load_run
+
+    cfg = Config()
+    cfg.progress = False
+    cfg.cache_dir = ""
+    cfg.agent.condition = "direct"
+    cfg.generator.preset = "fake"
+    cfg.eval.benchmark = "wise"
+    cfg.eval.data = str(repo / "data_verified")
+    cfg.eval.wise_judge = ["verified"]
+    items = load_benchmark("wise", repo / "data_verified", protocols=["verified"])[::100]
+    judge, _ = _judge()
+    run = tmp_path / "run"
+    run_phases(cfg, run, items, ["agent", "generate", "judge"], agent=direct_agent,
+               generator=ColourByIdGenerator(), judge=judge)
+    res = load_run(run)
+    assert res.benchmark_checked and res.data_errors == [] and len(res.prompts) == len(items)

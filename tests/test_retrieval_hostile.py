@@ -64,6 +64,8 @@ def routes():
         "/brotli": respond(ARTICLE, headers={"Content-Encoding": "br"}),
         "/gzip-multimember": respond(gzip_stream([ARTICLE[:500]]) + gzip_stream([ARTICLE[500:]]), headers=gz),
         "/parse-bomb": respond(PARSE_BOMB),
+        "/gzip-truncated": respond(gzip_stream([ARTICLE * 4])[:-200], headers=gz),
+        "/gzip-empty": respond(b"", headers=gz),
         "/utf16-plain": respond(codecs.BOM_UTF16_LE + (" ".join(PARAS)).encode("utf-16-le"), "text/plain"),
         "/utf16be-html": respond(codecs.BOM_UTF16_BE + ARTICLE.decode().encode("utf-16-be"),
                                  "text/html; charset=iso-8859-1"),
@@ -419,3 +421,63 @@ async def test_retriever_close_stops_its_parse_workers(server):
     assert isinstance(page, Page) and workers and all(p.poll() is None for p in workers)
     await r.aclose()
     assert all(p.poll() is not None for p in workers), "parse worker left running after aclose()"
+
+
+async def test_closing_the_pool_while_a_parse_is_in_flight_leaves_no_process():
+    """aclose() during a parse kills the busy worker; the parse that then sees its worker die
+    must not start a 'replacement' into a closed pool (a process nobody would ever stop)."""
+    import psutil
+
+    from orig_local.retrieval.httpfetch import RawResponse
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    pool = ParseWorkers(1)
+    await asyncio.to_thread(pool.warm)
+    raw = RawResponse(url="http://x/bomb", final_url="http://x/bomb", status=200, content_type="text/html",
+                      charset="utf-8", body=PARSE_BOMB)
+    task = asyncio.create_task(pool.run(raw, ReaderConfig(min_chars=10), time.monotonic() + 30))
+    await asyncio.sleep(0.3)  # the worker is busy parsing
+    await asyncio.to_thread(pool.close)
+    result = await asyncio.wait_for(task, 10)
+    assert isinstance(result, FetchFailure), result
+    assert pool._all == [] and pool._idle == []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        left = [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
+                and p.status() != psutil.STATUS_ZOMBIE]
+        if not left:
+            break
+        await asyncio.sleep(0.1)
+    assert not left, f"parse worker(s) left running after close(): {[p.pid for p in left]}"
+
+
+async def test_a_truncated_gzip_body_is_a_decode_error_not_a_shorter_page(server, reader):
+    result = await reader.read(server.url("/gzip-truncated"))
+    assert isinstance(result, FetchFailure) and result.kind == "decode_error", result
+    assert "truncated" in result.detail
+    # an empty body under a coding header is not a truncated stream (just an empty page)
+    result = await reader.read(server.url("/gzip-empty"))
+    assert isinstance(result, FetchFailure) and result.kind == "empty", result
+
+
+async def test_retriever_close_closes_every_part_even_when_one_fails_to_close(server):
+    from orig_local.retrieval.config import RetrievalConfig
+    from orig_local.retrieval.retriever import Retriever
+
+    config = RetrievalConfig.model_validate({
+        "search": {"chain": ["searxng"], "cache": False}, "reader": {"timeout_s": 5, "min_chars": 100},
+        "fetch": {"allow_loopback": True, "per_host_interval_s": 0}})
+    r = Retriever.from_config(config)
+    page = await r.read_page(server.url("/article"))
+    workers = [w.process for w in r.reader.workers._all]
+    assert isinstance(page, Page) and workers
+
+    async def broken():
+        raise RuntimeError("backend close failed")
+
+    r.fetcher.aclose = broken  # closed before the shared HTTP session and the search backends
+    with pytest.raises(RuntimeError, match="backend close failed"):
+        await r.aclose()
+    assert all(p.poll() is not None for p in workers), "parse worker left running after a failed aclose()"
+    assert r.reader.session.client.is_closed, "HTTP session left open after a part failed to close"

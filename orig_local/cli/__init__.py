@@ -102,6 +102,8 @@ def _user_error(exc: BaseException) -> str | None:
         return _one_line(exc)  # user-fixable errors from modules that predate OrigError
     import json
 
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:  # disk full, permissions...
+        return f"{exc.strerror}: {exc.filename} (fix it and rerun the same command; --debug shows where it happened)"
     if isinstance(exc, json.JSONDecodeError):  # a corrupt file read without a friendlier check
         path = _file_in_traceback(exc)
         return f"{path or 'a JSON file'} is not valid JSON ({_one_line(exc)}) (fix or remove the file; --debug shows where it was read)"

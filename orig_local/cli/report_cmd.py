@@ -21,14 +21,38 @@ def _csv_list(values):
     return out or None
 
 
+def _replicates(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative (0 = no CIs)")
+    return value
+
+
+def _level(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (e.g. 0.95)")
+    return value
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("runs", nargs="+", help="run folders (several: compared side by side)")
     parser.add_argument("--out", help="report folder (default <run>/report for one run)")
     parser.add_argument("--judge-name", help="use judge-<name>.jsonl instead of judge.jsonl; several "
                         "comma-separated (default = judge.jsonl) compare judges side by side")
     parser.add_argument("--baseline", help="run the differences are taken against (default: the first)")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates (0 = no CIs)")
-    parser.add_argument("--ci", type=float, default=0.95)
+    parser.add_argument("--bootstrap", type=_replicates, default=1000, help="bootstrap replicates (0 = no CIs)")
+    parser.add_argument("--ci", type=_level, default=0.95, help="confidence level, between 0 and 1 (default 0.95)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--errors", choices=["exclude", "false"], default="exclude",
                         help="unparseable verdicts: left out of S_i (default) or counted wrong")

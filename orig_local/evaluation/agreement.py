@@ -28,7 +28,6 @@ from pathlib import Path
 
 from orig_local.errors import DataError
 
-from orig_local.evaluation.rundir import read_phase
 
 TRUE = {"true", "1", "yes", "t", "y"}
 FALSE = {"false", "0", "no", "f", "n"}
@@ -44,19 +43,28 @@ def read_labels(path: str | Path) -> tuple[dict[tuple[str, str], bool], int]:
     if not Path(path).is_file():
         raise LabelsError(f"labels file not found: {path}",
                           hint="pass a CSV with columns id,question_id,human (see docs/evaluation.md)")
-    with Path(path).open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        need = {"id", "question_id", "human"}
-        if not reader.fieldnames or not need <= set(reader.fieldnames):
-            raise LabelsError(f"{path}: header must contain {sorted(need)}; got {reader.fieldnames}")
-        for n, row in enumerate(reader, 2):
-            value = (row["human"] or "").strip().lower()
-            if value in TRUE:
-                votes[(row["id"].strip(), row["question_id"].strip())].append(True)
-            elif value in FALSE:
-                votes[(row["id"].strip(), row["question_id"].strip())].append(False)
-            else:
-                raise LabelsError(f"{path}:{n}: human label {row['human']!r} is not true/false")
+    try:
+        # utf-8-sig: spreadsheet programs save CSV with a byte-order mark before "id"
+        with Path(path).open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            fieldnames = reader.fieldnames
+            rows = list(reader)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise LabelsError(f"{path}: not a UTF-8 CSV file ({type(exc).__name__}: {exc})",
+                          hint="save it as CSV (UTF-8) with columns id,question_id,human") from exc
+    need = {"id", "question_id", "human"}
+    if not fieldnames or not need <= set(fieldnames):
+        raise LabelsError(f"{path}: header must contain {sorted(need)}; got {fieldnames}")
+    for n, row in enumerate(rows, 2):
+        if row["id"] is None or row["question_id"] is None or row["human"] is None:
+            raise LabelsError(f"{path}:{n}: the row has fewer columns than the header")
+        value = row["human"].strip().lower()
+        if value in TRUE:
+            votes[(row["id"].strip(), row["question_id"].strip())].append(True)
+        elif value in FALSE:
+            votes[(row["id"].strip(), row["question_id"].strip())].append(False)
+        else:
+            raise LabelsError(f"{path}:{n}: human label {row['human']!r} is not true/false")
     labels, ties = {}, 0
     for key, vs in votes.items():
         yes = sum(vs)
@@ -69,10 +77,19 @@ def read_labels(path: str | Path) -> tuple[dict[tuple[str, str], bool], int]:
 
 def judge_answers(run_dir: str | Path, judge_name: str | None = None) -> tuple[dict, dict, dict]:
     """((id, qid) -> judge answer bool, (id, qid) -> expected answer, id -> class)."""
+    from orig_local.evaluation.results import _by_id, read_all_rows
+
     answers, expected, classes = {}, {}, {}
-    for row in read_phase(Path(run_dir), "judge", judge_name).values():
-        classes[row["id"]] = row["category"]
-        for v in row.get("verdicts", []):
+    # an id with several rows (main + shard files) is left out: which one the human labelled
+    # cannot be told, and "first row wins" would decide it silently
+    rows = _by_id(read_all_rows(Path(run_dir), "judge", judge_name), "judge", [])
+    for row in rows.values():
+        if row.get("_duplicate"):
+            continue
+        classes[row["id"]] = str(row.get("category") or "")
+        for v in row.get("verdicts") or []:
+            if not isinstance(v, dict) or not v.get("qid"):
+                continue
             if isinstance(v.get("answer"), bool) and v.get("error") is None:
                 answers[(row["id"], v["qid"])] = v["answer"]
             expected[(row["id"], v["qid"])] = v.get("expected", True)

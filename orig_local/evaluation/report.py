@@ -561,12 +561,13 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     items_cache: dict[tuple, dict | None] = {}
     for d in run_dirs:
         for name in names:
-            from orig_local.evaluation.results import load_benchmark_items, read_run_meta
+            from orig_local.evaluation.results import load_benchmark_items, loader_options, read_run_meta
 
             meta = read_run_meta(d) if Path(d).is_dir() else {}
-            key = (str(data or meta.get("data")), str(benchmark or meta.get("benchmark")))
-            if key not in items_cache:  # one load per benchmark, however many runs use it
-                items_cache[key] = load_benchmark_items(meta, data, benchmark) if Path(d).is_dir() else (None, None)
+            bench_name = str(benchmark or meta.get("benchmark") or "figeval")
+            key = (str(data or meta.get("data")), bench_name, repr(sorted(loader_options(d, bench_name).items())))
+            if key not in items_cache:  # one load per benchmark (and options), however many runs use it
+                items_cache[key] = load_benchmark_items(meta, data, benchmark, d) if Path(d).is_dir() else (None, None)
             items, why = items_cache[key]
             run = load_run(d, name, errors, items=items, check_benchmark=False)
             if items is None and why:
@@ -588,7 +589,15 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
             raise UsageError("several runs: pass --out DIR for the comparison report")
         out = runs[0].dir / "report"
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if baseline is not None and len(runs) > 1 and not any(
+            r.dir.resolve() == Path(baseline).resolve() for r in runs):  # before anything is written
+        raise UsageError(f"--baseline {baseline} is not one of the runs",
+                         hint="runs: " + ", ".join(str(r.dir) for r in runs))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the report folder {out}: {exc.strerror or exc}",
+                         hint="pass --out a folder you can write") from exc
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):  # same folder name in different places
         for k, r in enumerate(runs):
@@ -665,10 +674,34 @@ def _restrict(runs: Sequence[RunResults], ids, classes) -> None:
         for rid, row in r.judge_rows.items():
             known.setdefault(rid, normalize(str(row.get("category", ""))))
     wanted_classes = check_selection([SimpleNamespace(id=i, category=c) for i, c in known.items()], ids, classes)
+    from collections import Counter
+
+    from orig_local.evaluation.results import _status_counts
+
+    def kept(rid: str, row: dict) -> bool:
+        category = known.get(rid) or str(row.get("category", ""))
+        return (not ids or rid in ids) and (not wanted_classes or normalize(category) in wanted_classes)
+
     for r in runs:
         r.prompts = [p for p in r.prompts if (not ids or p.id in ids)
                      and (not wanted_classes or normalize(p.category) in wanted_classes)]
         r.counts["judged_prompts"] = len(r.prompts)
+        # Every table of the report covers the same selection: retrieval accuracy, cost, stop
+        # reasons and failure counts over all items beside accuracy over a few would mislead.
+        for attr in ("agent_rows", "gen_rows", "judge_rows", "retrieval_rows"):
+            setattr(r, attr, {rid: row for rid, row in getattr(r, attr).items() if kept(rid, row)})
+        for phase, rows in (("agent", r.agent_rows), ("generate", r.gen_rows), ("retrieval", r.retrieval_rows)):
+            if phase in r.status:
+                r.status[phase] = _status_counts(rows, phase)
+        judged = Counter(st for rid, st in r.judge_status_of.items() if rid in r.judge_rows)
+        r.status["judge"] = {k: judged.get(k, 0) for k in ("ok", "degraded", "failed")}
+        r.stop_reasons = dict(Counter(str(x.get("stop_reason")) for x in r.agent_rows.values() if x.get("stop_reason")))
+        r.counts["agent_rows"] = len(r.agent_rows)
+        r.counts["agent_errors"] = r.status["agent"]["failed"]
+        r.counts["generate_errors"] = r.status["generate"]["failed"]
+        r.counts["images"] = sum(bool(x.get("image")) for x in r.gen_rows.values())
+        r.data_errors = [e for e in r.data_errors if e.item is None or kept(e.item, {})]
+        r.counts["data_errors"] = len(r.data_errors)
 
 
 def _slug(text: str) -> str:

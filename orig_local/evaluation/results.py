@@ -63,13 +63,16 @@ class RunResults:
     judges: list[str] = field(default_factory=list)  # judge identities (model [@ revision])
     labels: list[str] = field(default_factory=list)  # stand-in labels (orig_local.labels)
     benchmark_checked: bool = False
+    judge_status_of: dict[str, str] = field(default_factory=dict)  # item -> ok/degraded/failed (judge)
 
     @property
     def retrieval_accuracy(self) -> float:
-        """Mean over prompts of A_i (paper Eq. 12)."""
-        return mean_ignoring_nan(r["accuracy"] for r in self.retrieval_rows.values()
+        """Mean over prompts of A_i (paper Eq. 12). Items whose agent phase failed are left out,
+        as they are from generation accuracy: their evidence is not what the condition retrieves."""
+        failed = {rid for rid, r in self.agent_rows.items() if row_status(r, "agent") == "failed"}
+        return mean_ignoring_nan(r["accuracy"] for rid, r in self.retrieval_rows.items()
                                  if isinstance(r.get("accuracy"), (int, float)) and not isinstance(r["accuracy"], bool)
-                                 and not r.get("_duplicate"))
+                                 and not r.get("_duplicate") and rid not in failed)
 
     @property
     def scores(self) -> dict[str, float]:
@@ -178,8 +181,31 @@ def row_status(row: dict, phase: str = "") -> str:
     return "ok"
 
 
-def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None):
-    """The run's benchmark items by id, or (None, reason) when they cannot be loaded."""
+def loader_options(run_dir: str | Path | None, benchmark: str) -> dict:
+    """The loader options the run was made with (its ``config.yaml``'s ``eval`` section): WISE's
+    variant and judged protocols decide which questions an item has. {} when not recorded."""
+    if run_dir is None or not (Path(run_dir) / "config.yaml").is_file():
+        return {}
+    try:
+        from types import SimpleNamespace
+
+        import yaml
+
+        from orig_local.evaluation.loaders import benchmark_options
+
+        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
+        ev = cfg.get("eval") if isinstance(cfg, dict) else None
+        ev = ev if isinstance(ev, dict) else {}
+        return benchmark_options(SimpleNamespace(benchmark=benchmark, variant=ev.get("variant") or "base",
+                                                 wise_judge=ev.get("wise_judge")))
+    except Exception:  # noqa: BLE001 - an unreadable config: the loader's defaults (the check says what differs)
+        return {}
+
+
+def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None,
+                         run_dir: str | Path | None = None):
+    """The run's benchmark items by id, or (None, reason) when they cannot be loaded. With
+    ``run_dir``, the loader options the run recorded are used (e.g. WISE's judged protocols)."""
     data = data or meta.get("data")
     benchmark = benchmark or meta.get("benchmark") or "figeval"
     if not data:
@@ -187,7 +213,7 @@ def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: 
     try:
         from orig_local.evaluation.loaders import load_benchmark
 
-        items = load_benchmark(benchmark, data, include_others=True)
+        items = load_benchmark(benchmark, data, include_others=True, **loader_options(run_dir, benchmark))
     except Exception as exc:  # a moved or unreadable benchmark: say so, check what we can
         return None, f"benchmark {benchmark} at {data} could not be loaded ({' '.join(str(exc).split())[:200]})"
     return {it.id: it for it in items}, None
@@ -219,7 +245,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         raise DataError(f"{run_dir}: no verdicts of judge {judge_name!r} ({judge_file.name})")
 
     if items is None and check_benchmark:
-        items, why = load_benchmark_items(meta, data, benchmark)
+        items, why = load_benchmark_items(meta, data, benchmark, run_dir)
         if items is None:
             warnings.append(f"benchmark not checked: {why}; verdicts were validated without the question list")
 
@@ -235,7 +261,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
 
     prompts: list[PromptScore] = []
     question_errors = item_errors = missing = items_with_q_errors = failed_upstream = 0
-    judge_status: Counter = Counter()
+    judge_of: dict[str, str] = {}  # item -> its judge status (selections recount from it)
     judges: list[str] = []
     for rid, row in judge_rows.items():
         if row.get("judge") and str(row["judge"]) not in judges:
@@ -255,15 +281,16 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
                     if rid in rows and row_status(rows[rid], ph) == "failed"]
         if upstream:  # judged, but not what the condition specifies (e.g. the raw-prompt fallback)
             failed_upstream += 1
-            judge_status["failed"] += 1
+            judge_of[rid] = "failed"
             continue
         status = row_status(row, "judge")
         if status == "failed" and not row.get("verdicts"):  # the item could not be judged at all
             item_errors += 1
-            judge_status["failed"] += 1
+            judge_of[rid] = "failed"
             continue
         questions = [(q.id, q.concept) for q in item.questions] if item is not None else None
-        check = check_verdicts(row.get("verdicts", []), questions)
+        graded = [q.id for q in item.questions if q.rubric == "wise_wiscore"] if item is not None else None
+        check = check_verdicts(row.get("verdicts", []), questions, graded)
         missing += len(check.missing)
         if not check.ok:
             for problem in check.problems:
@@ -272,16 +299,17 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         question_errors += check.question_errors
         items_with_q_errors += bool(check.question_errors)
         if status == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
-            judge_status["failed"] += 1  # every question errored (or the row says failed): not scored
+            judge_of[rid] = "failed"  # every question errored (or the row says failed): not scored
             continue
         elif check.question_errors or status == "degraded":
-            judge_status["degraded"] += 1
+            judge_of[rid] = "degraded"
         else:
-            judge_status["ok"] += 1
+            judge_of[rid] = "ok"
         ps = prompt_score(rid, category, check.outcomes, errors=errors)
         if ps.total:
             prompts.append(ps)
 
+    judge_status = Counter(judge_of.values())
     status = {
         "agent": _status_counts(agent_rows, "agent"),
         "generate": _status_counts(gen_rows, "generate"),
@@ -295,6 +323,14 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     # the revision when provenance recorded it. Runs without verdicts have none.
     ident = [f"{j} @ {revision}" if revision else j for j in judges] or (
         [str(meta["judge"]) + (f" @ {revision}" if revision else "")] if meta.get("judge") and judge_rows else [])
+    # Items that ran upstream but have no judge row (an interrupted judge phase): not failed, not
+    # scored, and easy to miss behind a smaller "prompts" count - say so.
+    upstream_ids = {rid for rows in (agent_rows, gen_rows) for rid in rows}
+    not_judged = sorted(upstream_ids - set(judge_rows))
+    if not_judged and judge_rows:
+        shown = ", ".join(not_judged[:5]) + (" ..." if len(not_judged) > 5 else "")
+        warnings.append(f"{len(not_judged)} item(s) have agent/generate rows but no judge row, so no score "
+                        f"({shown}); run the judge phase again to complete it")
     if len(judges) > 1:
         warnings.append(f"{judge_file.name}: rows from {len(judges)} different judges ({', '.join(judges)})")
     counts = {
@@ -306,11 +342,13 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         "questions": sum(len(r.get("verdicts") or []) for r in judge_rows.values() if isinstance(r.get("verdicts"), list)),
         "missing_verdicts": missing, "data_errors": len(issues), "not_scored_failed_upstream": failed_upstream,
         "data_error_items": len({(i.phase, i.item) for i in issues}),
+        "not_judged": len(not_judged) if judge_rows else 0,
     }
     result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, prompts,
                         judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
                         issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_rows),
                         benchmark_checked=items is not None)
+    result.judge_status_of = judge_of
     return result
 
 

@@ -86,7 +86,8 @@ class VerdictCheck:
         return not self.problems
 
 
-def check_verdicts(verdicts: object, questions: Sequence[tuple[str, str | None]] | None = None) -> VerdictCheck:
+def check_verdicts(verdicts: object, questions: Sequence[tuple[str, str | None]] | None = None,
+                   graded: Iterable[str] | None = None) -> VerdictCheck:
     """Validate one judge row's ``verdicts`` before anything is scored.
 
     ``questions``: the benchmark's ``(question id, concept)`` list for the item, when known; the
@@ -94,7 +95,10 @@ def check_verdicts(verdicts: object, questions: Sequence[tuple[str, str | None]]
     with an ``error`` is a judge error (``correct`` ignored); one without must carry
     ``correct`` as a JSON boolean - ``"false"``, ``0`` or ``null`` are data errors, never
     counted correct. A graded verdict (``correct`` None, ``answer`` a mapping of grades, e.g.
-    WISE's WiScore) has no right/wrong: it is neither scored here nor an error."""
+    WISE's WiScore) has no right/wrong: it is neither scored here nor an error. ``graded``: the
+    ids of the item's graded questions, when known; a verdict shaped like a graded one for any
+    other question is a data error (else a true/false question would silently drop out of S_i)."""
+    graded_ids = set(graded) if graded is not None else None
     if not isinstance(verdicts, list):
         return VerdictCheck([], [f"'verdicts' is {type(verdicts).__name__}, not a list"])
     check = VerdictCheck([])
@@ -121,13 +125,15 @@ def check_verdicts(verdicts: object, questions: Sequence[tuple[str, str | None]]
             check.outcomes.append((concept, None))
             continue
         correct = v.get("correct")
-        if correct is None and isinstance(v.get("answer"), dict):
+        if correct is None and isinstance(v.get("answer"), dict) and (graded_ids is None or qid in graded_ids):
             continue  # a graded rubric (WISE's WiScore): no right/wrong, scored by its own module
         if not isinstance(correct, bool):
             check.problems.append(f"question {qid}: 'correct' is {correct!r} ({type(correct).__name__}), "
                                   "not a boolean and no error recorded")
             continue
         check.outcomes.append((concept, correct))
+    if not verdicts and not concept_of:  # nothing to score, and no question list says what is missing
+        check.problems.append("the row has no verdicts")
     if concept_of is not None:
         check.missing = [q for q in concept_of if q not in seen]
         if check.missing:
@@ -175,7 +181,9 @@ def table_row(prompts: Sequence[PromptScore], class_names: Sequence[str] | None 
     class_names = list(class_names or table_classes(prompts))
     cls = class_scores(prompts)
     row = {c: cls.get(c, math.nan) for c in class_names}
-    row.update(concept_scores(prompts))
+    # PF/CC/TC over the same prompts as the class columns (and as the bootstrap): FIG-Eval's
+    # "others" prompts are outside the 10-class table, like the paper's Table 1 counts.
+    row.update(concept_scores([p for p in prompts if p.category in class_names]))
     row["All"] = overall(cls, class_names)
     return row
 

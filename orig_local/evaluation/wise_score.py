@@ -66,19 +66,22 @@ class WiseSummary:
 
 def item_value(row: dict, score: str) -> float | None:
     """The item's value under ``score`` (0..1), or None when it failed or was not judged so."""
-    if row.get("error"):
-        return None
-    verdicts = {v.get("qid"): v for v in row.get("verdicts", [])}
+    if row.get("error") or row.get("_duplicate"):
+        return None  # a failed item, or an id with several rows (which one is right is not decided here)
+    verdicts = {v.get("qid"): v for v in (row.get("verdicts") or []) if isinstance(v, dict)}
     v = verdicts.get(score)
     if v is None or v.get("error"):
         return None
     answer = v.get("answer")
     if score == "wiscore":
-        if not isinstance(answer, dict) or any(k not in answer for k in ("consistency", "realism", "aesthetic_quality")):
-            return None
+        grades = ("consistency", "realism", "aesthetic_quality")
+        if not isinstance(answer, dict) or any(
+                type(answer.get(k)) is not int or answer[k] not in (0, 1, 2) for k in grades):
+            return None  # missing, out of the 0-2 scale, or not a number ("2", true): not a grade
         return wiscore(answer["consistency"], answer["realism"], answer["aesthetic_quality"])
     if score == "verified":
-        return float(answer["score"]) if isinstance(answer, dict) and answer.get("score") in (0, 1) else None
+        score = answer.get("score") if isinstance(answer, dict) else None
+        return float(score) if type(score) is int and score in (0, 1) else None  # true/"1" are not scores
     return None if v.get("correct") is None else float(bool(v["correct"]))
 
 
@@ -94,8 +97,26 @@ def overall(categories: dict[str, float], score: str) -> float:
     return sum(weights[c] * categories[c] for c in CATEGORIES)
 
 
-def summarize(rows: Iterable[dict], score: str, errors: str = "exclude") -> WiseSummary:
-    """Score judge rows (``{"id", "category", "verdicts", "error"}``) under ``score``."""
+def authors_category(item_id: str, category: str, release: str | None) -> str:
+    """The category WISE's own calculators count an item in: they go by ``prompt_id`` range
+    (Verified: 1-400 culture, then blocks of 120; legacy: 1-400 culture, 701-800 biology,
+    801-900 physics, 901-1000 chemistry, and time/space by subcategory in 401-700), not by the
+    ``Category`` string. Where the release or a numeric id is unknown, the row's category."""
+    from orig_local.evaluation.loaders.wise import _category_by_id
+
+    pid = str(item_id).removeprefix("wise_")
+    if release not in ("legacy", "verified") or not pid.isdigit():
+        return category
+    n = int(pid)
+    if release == "legacy" and 400 < n <= 700:
+        return category  # time or space: decided by the subcategory, which the Category mirrors
+    return _category_by_id(n, release, None) or category  # type: ignore[arg-type]
+
+
+def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release: str | None = None) -> WiseSummary:
+    """Score judge rows (``{"id", "category", "verdicts", "error"}``) under ``score``; with the
+    data's ``release`` known, items are counted in the category WISE's calculators give them
+    (:func:`authors_category`) for WiScore and WISE_Verified."""
     if score not in SCORES:
         raise DataError(f"unknown WISE score {score!r}; choose {', '.join(SCORES)}")
     sums = {c: 0.0 for c in CATEGORIES}
@@ -107,6 +128,8 @@ def summarize(rows: Iterable[dict], score: str, errors: str = "exclude") -> Wise
         if cat not in sums:
             raise DataError(f"judge row {row.get('id')} has category {cat!r}, not a WISE category "
                             f"({', '.join(CATEGORIES)}): judged with an older loader? rerun the judge phase")
+        if score != "statement":
+            cat = authors_category(str(row.get("id")), cat, release)
         value = item_value(row, score)
         if value is None:
             out.errors += 1
@@ -123,7 +146,7 @@ def summarize(rows: Iterable[dict], score: str, errors: str = "exclude") -> Wise
 
 def judged_scores(rows: Iterable[dict]) -> list[str]:
     """Which of the scores the judge produced in these rows (by verdict id)."""
-    qids = {v.get("qid") for r in rows for v in r.get("verdicts", [])}
+    qids = {v.get("qid") for r in rows for v in (r.get("verdicts") or []) if isinstance(v, dict)}
     return [s for s in SCORES if s in qids]
 
 
@@ -135,7 +158,17 @@ def _release(meta: dict) -> str | None:
         if d.get("loader") == "wise" and d.get("release"):
             return d["release"]
         stack += [v for v in d.values() if isinstance(v, dict)]
-    return meta.get("release")
+    if meta.get("release"):
+        return meta["release"]
+    if meta.get("benchmark") == "wise" and meta.get("data"):
+        # run.json names the data: the release is in its layout (file names, data_verified/)
+        try:
+            from orig_local.evaluation.loaders.wise import resolve
+
+            return resolve(meta["data"], meta.get("variant") or "base")[0].release
+        except Exception:  # noqa: BLE001 - moved or unreadable: no release known (the default order applies)
+            return None
+    return None
 
 
 def is_wise_run(run_dir: str | Path, judge_name: str | None = None) -> bool:
@@ -152,9 +185,9 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
                 errors: str = "exclude") -> WiseSummary:
     """One run's WISE score. ``score=None``: the release's own (Verified -> ``verified``,
     legacy -> ``wiscore``) when judged, else the first judged of verified, wiscore, statement."""
-    from orig_local.evaluation.rundir import read_meta, read_phase
+    from orig_local.evaluation.rundir import read_meta
 
-    rows = list(read_phase(Path(run_dir), "judge", judge_name).values())
+    rows = _judge_rows(Path(run_dir), judge_name)
     judged = judged_scores(rows)
     if score is None:
         own = {"verified": "verified", "legacy": "wiscore"}.get(_release(read_meta(Path(run_dir))) or "")
@@ -164,7 +197,15 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
         raise DataError(f"{run_dir}: no {NAMES[score]} verdicts (judged: {', '.join(judged) or 'none'}); "
                         f"judge with eval.wise_judge including {score!r} (--set eval.wise_judge=[{score}] "
                         "--phase judge --retry-errors into a new --judge-name)")
-    return summarize(rows, score, errors)
+    return summarize(rows, score, errors, release=_release(read_meta(Path(run_dir))))
+
+
+def _judge_rows(run_dir: Path, judge_name: str | None) -> list[dict]:
+    """One row per id over the main and shard files; an id with several rows is kept once,
+    marked ``_duplicate`` (counted as an error, never "first row wins")."""
+    from orig_local.evaluation.results import _by_id, read_all_rows
+
+    return list(_by_id(read_all_rows(run_dir, "judge", judge_name), "judge", []).values())
 
 
 def _cell(x: float) -> str:
@@ -182,7 +223,7 @@ def format_table(summaries: Sequence[tuple[str, WiseSummary]]) -> str:
                                          _cell(s.overall), f"{scored}/{s.items}", str(s.errors)]) + " |")
         if s.errors:
             notes.append(f"- `{label}`: INCOMPLETE - {s.errors} of {s.items} item(s) have no {s.name} "
-                         f"(judge error, no image or not judged): {', '.join(s.error_ids[:10])}"
+                         f"(judge error, no image, not judged or duplicate rows): {', '.join(s.error_ids[:10])}"
                          f"{' ...' if len(s.error_ids) > 10 else ''}")
         if math.isnan(s.overall):
             notes.append(f"- `{label}`: no Overall - WISE's Overall needs all six categories")

@@ -67,11 +67,13 @@ class _ZlibLayer:
         self.coding = coding
         self._d = zlib.decompressobj(self._wbits())
         self._started = False
+        self._fed = False
 
     def _wbits(self) -> int:
         return 16 + zlib.MAX_WBITS if self.coding == "gzip" else zlib.MAX_WBITS
 
     def feed(self, data: bytes, step: int) -> Iterator[bytes]:
+        self._fed = self._fed or bool(data)
         while data:
             try:
                 out = self._d.decompress(data, step)
@@ -96,6 +98,12 @@ class _ZlibLayer:
 
     def flush(self) -> bytes:
         return self._d.flush()  # bounded: every input byte has been drained above
+
+    @property
+    def complete(self) -> bool:
+        """The stream reached its end marker (a cut-off body never does); an empty body, sent
+        with a coding header by some servers, counts as complete."""
+        return self._d.eof or not self._fed
 
 
 class BodyDecoder:
@@ -126,10 +134,14 @@ class BodyDecoder:
             yield from self._through(piece, i + 1)
 
     def flush(self) -> Iterator[bytes]:
+        """The rest of every layer; a layer whose stream was cut off before its end is a
+        :class:`DecodeFailure` (a truncated page would otherwise pass as a shorter one)."""
         for i, layer in enumerate(self.layers):
             tail = layer.flush()
             if tail:
                 yield from self._through(tail, i + 1)
+            if not layer.complete:
+                raise DecodeFailure(f"{layer.coding} stream is truncated (the body ends before the stream does)")
 
 
 # --------------------------------------------------------------------------- pinned transport
@@ -298,13 +310,18 @@ class HttpSession:
                 if since_yield >= 256_000:  # long decodes give the event loop a turn
                     since_yield = 0
                     await asyncio.sleep(0)
-        for piece in decoder.flush():
-            body.extend(piece)
-            if len(body) > cap:
-                if error:
-                    del body[cap:]
-                    break
-                return FetchFailure(url=url, kind="too_large", detail=f"body exceeds cap {max_bytes} once decoded")
+        try:
+            for piece in decoder.flush():
+                body.extend(piece)
+                if len(body) > cap:
+                    if error:
+                        del body[cap:]
+                        break
+                    return FetchFailure(url=url, kind="too_large", detail=f"body exceeds cap {max_bytes} once decoded")
+        except DecodeFailure:
+            if not error:
+                raise
+            # an error page's body only serves to recognise a bot wall: keep what was decoded
         return self._raw(url, final_url, response, media, charset, body)
 
     @staticmethod

@@ -282,6 +282,7 @@ class ParseWorkers:
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._free = threading.BoundedSemaphore(self.size)
+        self._closed = False  # after close(): no replacement workers (nobody would stop them)
 
     def warm(self) -> None:
         """Start one worker and wait until it is ready (blocking; call from a thread)."""
@@ -315,14 +316,17 @@ class ParseWorkers:
 
     def _give_back(self, worker: _Worker) -> None:
         with self._lock:
-            self._idle.append(worker)
+            if not self._closed:
+                self._idle.append(worker)
+                return
+        worker.kill()  # the pool was closed meanwhile
 
     def _discard(self, worker: _Worker) -> None:
         worker.kill()
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
-            if len(self._all) < self.size:  # a warm replacement for the next page
+            if not self._closed and len(self._all) < self.size:  # a warm replacement for the next page
                 replacement = _Worker()
                 self._all.append(replacement)
                 self._idle.append(replacement)
@@ -357,6 +361,7 @@ class ParseWorkers:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             workers, self._all, self._idle = self._all, [], []
         for worker in workers:
             worker.kill()

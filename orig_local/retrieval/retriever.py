@@ -164,8 +164,11 @@ class Retriever:
 
     # ------------------------------------------------------------------ lifecycle
     async def aclose(self) -> None:
+        """Close every part, even when one of them fails to close (the first error is raised
+        afterwards): a backend that cannot close must not leave the parse workers running."""
         closed: set[int] = set()
         parts = [self.reader, self.fetcher, *self.chain.backends]
+        first_error: BaseException | None = None
         while parts:  # wrappers (corpus reader/fetcher) expose what they wrap as .inner
             part = parts.pop(0)
             if part is None or id(part) in closed:
@@ -174,9 +177,14 @@ class Retriever:
             parts += [getattr(part, "inner", None), getattr(part, "session", None)]
             close = getattr(part, "aclose", None)
             if close is not None:
-                await close()
+                try:
+                    await close()
+                except Exception as exc:  # noqa: BLE001 - re-raised below, after the other parts
+                    first_error = first_error or exc
         if self.store is not None and self.store.root.exists():
             self.store.finalize()
+        if first_error is not None:
+            raise first_error
 
     async def __aenter__(self) -> "Retriever":
         return self
