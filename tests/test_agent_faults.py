@@ -117,3 +117,25 @@ async def test_run_many_times_out_a_stuck_prompt():
     assert results[0].final_prompt == PROMPT  # still a usable row: the raw prompt
     ok = await make_agent(run_timeout_s=5.0).run_many([PROMPT], concurrency=1)
     assert ok[0].error is None
+
+
+async def test_closing_the_agent_closes_the_retriever_even_when_the_backbone_close_fails():
+    """A failing backbone close must not leave the retriever's HTTP session and parse workers
+    running until the process exits."""
+    from types import SimpleNamespace
+
+    from orig_local.agent.agent import Agent
+
+    closed = []
+
+    class Chat:
+        async def aclose(self):
+            raise RuntimeError("connection already gone")
+
+    class Retriever:
+        async def aclose(self):
+            closed.append("retriever")
+
+    with pytest.raises(RuntimeError, match="already gone"):
+        await Agent.aclose(SimpleNamespace(chat=Chat(), retriever=Retriever()))
+    assert closed == ["retriever"]

@@ -26,6 +26,11 @@ def test_substring_true_is_never_true():
 def test_parse_choice_and_statement():
     assert parse_choice("B", "ABC") == "B" and parse_choice("(c).", "ABC") == "C"
     assert parse_choice("B or C", "ABC") is None and parse_choice("D", "ABC") is None
+    # an option written with its label, as I-HallA lists them (the official scorer reads the
+    # first character); an unclosed letter is a word, not a label; two options are no answer
+    assert parse_choice("B) Hydrogen", "ABC") == "B" and parse_choice("(C) Carbon dioxide", "ABC") == "C"
+    assert parse_choice("A cat", "ABC") is None and parse_choice("B) one\nC) two", "ABC") is None
+    assert parse_choice("D) elsewhere", "ABC") is None
     assert statement_of("True or False:The cover is red.") == "The cover is red."
     assert statement_of("True or False： a b") == "a b"
 

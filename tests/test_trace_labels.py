@@ -58,3 +58,20 @@ def test_trace_html_shows_a_small_generated_image_large():
     css = css[:css.index("}")]
     assert "width:100%" in css and "min-width" in css  # scaled up, not shown at its 64 px
     assert TINY in page
+
+
+def test_a_tiny_clip_labels_runs_that_dedup_retrieved_images_only(tmp_path):
+    """CLIP decides which retrieved images are duplicates: random CLIP weights change what an
+    image-retrieving condition does, so its run is labelled; a text-only run is not."""
+    import yaml
+
+    from orig_local.evaluation.results import run_stand_in_labels
+
+    real = {"backend": "openai", "preset": "qwen2.5-vl-7b"}
+    cfg = {"backbone": real, "judge": real, "generator": {"preset": "qwen-image-edit-2509"},
+           "embed": {"preset": "tiny-clip"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert TINY in run_stand_in_labels(tmp_path, {"condition": "orig"})
+    assert TINY in run_stand_in_labels(tmp_path, {"condition": "orig_img"})
+    assert TINY not in run_stand_in_labels(tmp_path, {"condition": "orig_txt"})
+    assert TINY not in run_stand_in_labels(tmp_path, {"condition": "direct"})

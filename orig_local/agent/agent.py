@@ -375,10 +375,13 @@ class Agent:
         return list(await asyncio.gather(*(one(e) for e in prompts)))
 
     async def aclose(self) -> None:
-        """Close the backbone and the retriever (the generator is left to its owner)."""
-        await self.chat.aclose()
-        if self.retriever is not None and hasattr(self.retriever, "aclose"):
-            await self.retriever.aclose()
+        """Close the backbone and the retriever (the generator is left to its owner); the
+        retriever (HTTP session, parse workers) is closed even when the backbone's close fails."""
+        try:
+            await self.chat.aclose()
+        finally:
+            if self.retriever is not None and hasattr(self.retriever, "aclose"):
+                await self.retriever.aclose()
 
 
 def _item_id(item: Any) -> str | None:

@@ -131,14 +131,25 @@ def parse_verdict(text: str) -> bool | None:
     return {"true": True, "false": False}.get(body.lower())
 
 
+# An option given with its label and text, as I-HallA's options are written: "B) Hydrogen",
+# "(B) Hydrogen", "B. Hydrogen". The label must be closed, so "A cat ..." is not option A.
+_LABELLED_OPTION = re.compile(r"^\(?([A-Za-z])[).:]\s+\S")
+
+
 def parse_choice(text: str, letters: str) -> str | None:
-    """The option letter if the reply is exactly one of ``letters`` (``"B"``, ``"(b)"``, ``"B."``)."""
+    """The option letter if the reply is exactly one of ``letters`` (``"B"``, ``"(b)"``, ``"B."``)
+    or that option written with its label (``"B) Hydrogen"``, as the official I-HallA scorer,
+    which reads the reply's first character, also counts it)."""
     body = text.strip()
     if body.startswith('"'):
         try:
             body = str(json.loads(body))
         except json.JSONDecodeError:
             return None
+    labelled = _LABELLED_OPTION.match(body)
+    if labelled and "\n" not in body:
+        letter = labelled.group(1).upper()
+        return letter if letter in letters else None
     word = _normalize(body).upper()
     return word if len(word) == 1 and word in letters else None
 

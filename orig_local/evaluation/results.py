@@ -381,8 +381,14 @@ def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] |
         except Exception:
             cfg = {}
         if isinstance(cfg, dict):
-            condition = meta.get("condition") or (cfg.get("agent") or {}).get("condition")
-            roles = ["judge", "generator"] + ([] if condition == "direct" else ["backbone"])
+            from orig_local.conditions import CONDITIONS
+
+            spec = CONDITIONS.get(meta.get("condition") or (cfg.get("agent") or {}).get("condition") or "")
+            roles = ["judge", "generator"]
+            if spec is None or spec.uses_backbone:
+                roles.append("backbone")
+            if spec is None or "image" in spec.modalities:  # CLIP dedups the retrieved images
+                roles.append("embedder")
             labels += config_labels(cfg, roles)
     from orig_local.labels import SIMULATED, STAND_IN_BACKENDS, TINY, _ordered
 
