@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import SimulatedRetriever, orig_responder
+from orig_local.llm.simulated import SimulatedRetriever, orig_responder
 from orig_local.generation.base import GenerationRequest, GenerationResult
 from orig_local.llm.config import ChatConfig
 from orig_local.llm.scripted import ScriptedChatModel

@@ -17,7 +17,7 @@ from typing import Callable
 
 def simulated_reply(body: dict) -> str:
     """The simulated backbone's answer to an OpenAI chat request (text parts only)."""
-    from orig_local.agent.simulate import orig_responder
+    from orig_local.llm.simulated import orig_responder
     from orig_local.llm.base import Message
 
     messages = []

@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw
 from agent_support import backbone
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import SimulatedRetriever
+from orig_local.llm.simulated import SimulatedRetriever
 from orig_local.retrieval.images import dhash64, hamming
 
 PROMPT = "Quillmere harbour buoy"

@@ -92,7 +92,7 @@ def test_citations_of_references_not_given_are_removed():
 from orig_local.agent.stages.accumulation import ImageDecision, TextFilter  # noqa: E402
 from orig_local.agent.stages.consolidation import Consolidation  # noqa: E402
 from orig_local.agent.stages.planning import Plan, SubQuestion  # noqa: E402
-from orig_local.agent.stages.retrieval import PageSelection  # noqa: E402
+from orig_local.agent.stages.search import PageSelection  # noqa: E402
 from orig_local.agent.stages.sufficiency import Sufficiency  # noqa: E402
 
 

@@ -15,7 +15,7 @@ from orig_local.agent.prompting import PACKAGE_PROMPTS, PromptLibrary
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.extension import finalize
 from orig_local.agent.stages.refinement import Reference, RefinementResult
-from orig_local.agent.stages.text import clean_prompt, limit_words
+from orig_local.agent.text import clean_prompt, limit_words
 from orig_local.agent.trace import StageRecord, Trace
 
 REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"], "shows": "a tower",

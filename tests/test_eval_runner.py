@@ -10,7 +10,7 @@ from orig_local.config import Config
 from orig_local.evaluation.loaders import load_benchmark
 from orig_local.evaluation.orchestrate import RunMismatch, run_phases
 from orig_local.evaluation.rundir import backbone_size, read_phase
-from orig_local.evaluation.runner import parse_shard, select_items, shard_from_env
+from orig_local.evaluation.phases.common import parse_shard, select_items, shard_from_env
 
 
 @pytest.fixture

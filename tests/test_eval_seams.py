@@ -85,7 +85,9 @@ def test_verdicts_and_questions_must_pair_up(tmp_path):
     """A judge returning fewer verdicts than the item has questions: a failed row, never a
     silently shortened one."""
     from orig_local.evaluation.rundir import read_phase
-    from orig_local.evaluation.runner import run_agent_phase, run_generate_phase, run_judge_phase
+    from orig_local.evaluation.phases.agent import run_agent_phase
+    from orig_local.evaluation.phases.generate import run_generate_phase
+    from orig_local.evaluation.phases.judge import run_judge_phase
 
     items = load_benchmark("jsonl", make_mini_benchmark(tmp_path / "bench", n=2))
     run = tmp_path / "run"
@@ -106,7 +108,9 @@ def test_verdicts_and_questions_must_pair_up(tmp_path):
 
 def test_question_level_errors_make_an_item_degraded_not_failed(tmp_path):
     from orig_local.evaluation.rundir import read_phase
-    from orig_local.evaluation.runner import run_agent_phase, run_generate_phase, run_judge_phase
+    from orig_local.evaluation.phases.agent import run_agent_phase
+    from orig_local.evaluation.phases.generate import run_generate_phase
+    from orig_local.evaluation.phases.judge import run_judge_phase
 
     items = load_benchmark("jsonl", make_mini_benchmark(tmp_path / "bench", n=2))
     run = tmp_path / "run"

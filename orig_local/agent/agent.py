@@ -28,7 +28,7 @@ from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
 from orig_local.agent.stages.planning import plan_queries
 from orig_local.agent.stages.refinement import Reference, RefinementResult, refine, unrefined
-from orig_local.agent.stages.retrieval import retrieve_round
+from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.trace import StageRecord, Trace
 from orig_local.agent.status import assess

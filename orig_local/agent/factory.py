@@ -120,7 +120,7 @@ def _embedder(config, cache_dir):
 def _make_dedup(config, embedder):
     from orig_local.embeddings.dedup import ImageDeduplicator
 
-    from orig_local.agent.stages.retrieval import DHASH_MAX_DISTANCE
+    from orig_local.agent.stages.search import DHASH_MAX_DISTANCE
 
     # sha256, then dHash (resized / recompressed copies, also against K), then CLIP (crops).
     return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold, dhash_max_bits=DHASH_MAX_DISTANCE)

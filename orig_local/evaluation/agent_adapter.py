@@ -9,7 +9,7 @@ per-stage totals from the trace (cost tables) and the full result JSON as the tr
 from __future__ import annotations
 
 from orig_local.evaluation.items import BenchmarkItem
-from orig_local.evaluation.runner import AgentOutput
+from orig_local.evaluation.phases.common import AgentOutput
 
 
 def oracle_evidence(item: BenchmarkItem, benchmark: str = "figeval"):

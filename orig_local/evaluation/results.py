@@ -25,7 +25,7 @@ from pathlib import Path
 from orig_local.errors import DataError
 from orig_local.evaluation.rundir import phase_file, run_label, shard_files
 from orig_local.evaluation.scoring import PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
-from orig_local.evaluation.store import read_rows
+from orig_local.evaluation.jsonl_store import read_rows
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
 
 def _read_rows_capturing(path: Path, warnings: list[str] | None) -> list:
     """``store.read_rows``, with any warning it logs (e.g. corrupt-line counts) kept for the report."""
-    store_log = logging.getLogger("orig_local.evaluation.store")
+    store_log = logging.getLogger("orig_local.evaluation.jsonl_store")
     captured: list[str] = []
 
     class _Keep(logging.Handler):

@@ -26,7 +26,7 @@ from orig_local.retrieval.chain import FallbackChain
 from orig_local.retrieval.config import FetchConfig, RetrievalConfig, SearchConfig
 from orig_local.retrieval.corpus import Corpus
 from orig_local.retrieval.images import Deduplicator
-from orig_local.retrieval.store import EvidenceStore
+from orig_local.retrieval.evidence import EvidenceStore
 
 log = logging.getLogger(__name__)
 

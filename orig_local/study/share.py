@@ -68,7 +68,7 @@ def copy_agent_rows(src: Path, dst: Path, ids: list[str], retry_failed: bool = F
     """Copy the source's agent rows for ``ids`` that ``dst`` lacks (and, with ``retry_failed``,
     replace failed rows of ``dst`` the source has since redone). Returns counts."""
     from orig_local.evaluation.rundir import read_phase
-    from orig_local.evaluation.store import JsonlStore, write_rows_atomic
+    from orig_local.evaluation.jsonl_store import JsonlStore, write_rows_atomic
 
     source_rows = read_phase(src, "agent")
     dst.mkdir(parents=True, exist_ok=True)

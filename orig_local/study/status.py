@@ -49,7 +49,7 @@ def select_ids(plan: Plan) -> list[str]:
     """The item ids every run covers: the same selection `orig eval` makes from the same flags."""
     from orig_local.errors import DataError
     from orig_local.evaluation.loaders import load_benchmark
-    from orig_local.evaluation.runner import select_items
+    from orig_local.evaluation.phases.common import select_items
 
     if not Path(plan.data).expanduser().exists():
         raise DataError(f"the plan's data {plan.data!r} does not exist", hint="set `data:` to the benchmark folder/file")

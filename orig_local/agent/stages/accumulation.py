@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.budget import truncate_to_tokens
-from orig_local.agent.stages.retrieval import RetrievedImage, RetrievedPage, RoundRetrieval
+from orig_local.agent.stages.search import RetrievedImage, RetrievedPage, RoundRetrieval
 from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize
 
 

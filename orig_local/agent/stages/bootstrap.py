@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.stages.retrieval import search_snippets
+from orig_local.agent.stages.search import search_snippets
 from orig_local.agent.untrusted import drop_instructions, sanitize
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.refinement import RefinementResult
 from orig_local.agent.budget import EstimatedTokens
-from orig_local.agent.stages.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
+from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
 from orig_local.agent.untrusted import delimit, looks_like_instruction
 
 _CITE = re.compile(r"reference\s+image\s*#?\s*(\d+)", re.I)

@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.rundir import phase_file
-from orig_local.evaluation.store import DISK_ERRNOS, DiskWriteError, JsonlStore
+from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
 
 log = logging.getLogger(__name__)
 

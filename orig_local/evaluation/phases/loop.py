@@ -23,7 +23,7 @@ from typing import Any, Awaitable, Callable, Sequence
 from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import error_text, maybe_await, progress_bar
-from orig_local.evaluation.store import DISK_ERRNOS, DiskWriteError, JsonlStore
+from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
 from orig_local.llm.base import is_transport_error
 
 log = logging.getLogger(__name__)

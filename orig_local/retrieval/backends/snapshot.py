@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orig_local.retrieval.base import ImageHit, SearchError, TextHit
-from orig_local.retrieval.store import EvidenceStore
+from orig_local.retrieval.evidence import EvidenceStore
 
 
 class SnapshotBackend:
