@@ -58,7 +58,7 @@ def main() -> int:
 
     def reply(messages, schema):
         msg = messages[-1]
-        return "true" if hash((msg.images[0].sha256(), msg.parts[-1])) % 3 else "false"
+        return "true" if hash((msg.images[0].png_sha256(), msg.parts[-1])) % 3 else "false"
 
     chat = ScriptedChatModel(ChatConfig(backend="scripted", concurrency=args.concurrency),
                              replies=[reply], cycle=True, latency_s=args.latency)

@@ -86,7 +86,7 @@ async def bench(args) -> None:
         start = time.perf_counter()
         fetched = await asyncio.gather(*(limited(fetcher.fetch(server.url(f"/i{i}"))) for i in range(len(images))))
         fetch_s = time.perf_counter() - start
-        got = sum(1 for f in fetched if hasattr(f, "sha256"))
+        got = sum(1 for f in fetched if hasattr(f, "bytes_sha256"))
 
         start = time.perf_counter()
         for i, (body, ctype) in enumerate(images):

@@ -25,7 +25,7 @@ from agent_support import backbone
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
 from orig_local.llm.simulated import SimulatedRetriever
-from orig_local.retrieval.images import dhash64, hamming
+from orig_local.imagehash import dhash64, hamming
 
 PROMPT = "Quillmere harbour buoy"
 COLOURS = [(30, 60, 160), (200, 180, 60), (40, 140, 70), (150, 40, 40), (90, 90, 90), (230, 120, 20)]

@@ -62,7 +62,7 @@ async def run_once(retriever: Retriever) -> dict:
     for hit in images.hits:
         img = await retriever.fetch_image(hit.image_url, page_url=hit.page_url)
         evidence["fetched"].append(
-            (img.sha256, img.image.size, img.image.tobytes().__hash__(), img.dhash, img.page_url)
+            (img.bytes_sha256, img.image.size, img.image.tobytes().__hash__(), img.dhash, img.page_url)
             if isinstance(img, FetchedImage) else img.kind)
     return evidence
 

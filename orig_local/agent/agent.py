@@ -306,7 +306,7 @@ class Agent:
             ctx.knowledge.add_text(line, src)
         for image in oracle.images:
             ref = ImageRef(image)
-            ctx.knowledge.add_image(ref.to_pil(), ref.sha256(), src, description="gold reference")
+            ctx.knowledge.add_image(ref.to_pil(), ref.png_sha256(), src, description="gold reference")
         limit = min(ctx.config.max_references, ctx.reference_capacity)
         images = ctx.knowledge.images[:limit]
         if len(ctx.knowledge.images) > len(images):

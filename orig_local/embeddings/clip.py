@@ -10,16 +10,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from orig_local.embeddings.config import EmbedConfig
+from orig_local.imagehash import pixels_sha256
 
 log = logging.getLogger(__name__)
-
-
-def image_sha256(image) -> str:
-    """Content hash of a PIL image's pixels + size + mode (format-independent)."""
-    h = hashlib.sha256()
-    h.update(f"{image.mode}:{image.size}".encode())
-    h.update(image.tobytes())
-    return h.hexdigest()
 
 
 def pick_device(device: str) -> str:
@@ -135,7 +128,7 @@ class OpenClipEmbedder:
 
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         """(n, d) float32, rows L2-normalised. Cached by content hash."""
-        keys = [image_sha256(im) for im in images]
+        keys = [pixels_sha256(im) for im in images]
         out: list[np.ndarray | None] = [self._lookup(k) for k in keys]
         todo = [i for i, v in enumerate(out) if v is None]
         for start in range(0, len(todo), self.batch_size):

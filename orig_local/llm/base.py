@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 class ImageRef:
     """An image inside a chat message: a PIL image, a file path or encoded bytes.
 
-    Decoding is lazy; :meth:`sha256` hashes the canonical PNG bytes so the same picture from
+    Decoding is lazy; :meth:`png_sha256` hashes the canonical PNG bytes so the same picture from
     a path or from memory gives the same cache key.
     """
 
@@ -61,7 +61,7 @@ class ImageRef:
             self._png = buf.getvalue()
         return self._png
 
-    def sha256(self) -> str:
+    def png_sha256(self) -> str:
         return hashlib.sha256(self.png_bytes()).hexdigest()
 
     def __repr__(self) -> str:
@@ -97,7 +97,7 @@ class Message:
         """JSON-able form with images replaced by their content hash (cache keys, traces)."""
         return {
             "role": self.role,
-            "parts": [p if isinstance(p, str) else {"image_sha256": p.sha256()} for p in self.parts],
+            "parts": [p if isinstance(p, str) else {"image_sha256": p.png_sha256()} for p in self.parts],
         }
 
 

@@ -125,7 +125,7 @@ class SimulatedRetriever:
         import hashlib
 
         sha = hashlib.sha256(image.tobytes()).hexdigest()
-        return FetchedImage(image=image, sha256=sha, url=url, page_url=page_url, width=image.width,
+        return FetchedImage(image=image, bytes_sha256=sha, url=url, page_url=page_url, width=image.width,
                             height=image.height)
 
     async def aclose(self) -> None:

@@ -114,7 +114,7 @@ class FetchedImage:
     """A downloaded, verified, decoded, RGB, size-capped image."""
 
     image: Any  # PIL.Image.Image (RGB)
-    sha256: str  # hash of the downloaded bytes (content address in the evidence store)
+    bytes_sha256: str  # sha256 of the downloaded bytes (content address in the evidence store)
     url: str
     page_url: str | None = None
     width: int = 0

@@ -127,7 +127,7 @@ async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result
             result.rejected_images += 1
             continue
         shows = d.shows if d.shows and not looks_like_instruction(d.shows) else im.title
-        item = ctx.knowledge.add_image(im.image, im.sha256, _source(im, im.page_url), url=im.url,
+        item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
                                        page_url=im.page_url, description=shows)
         if item:
             result.added_images.append(item.id)
@@ -142,7 +142,7 @@ def _add_unfiltered(ctx: StageContext, raw: RoundRetrieval, result: Accumulation
         if item:
             result.added_text.append(item.id)
     for im in raw.images:
-        item = ctx.knowledge.add_image(im.image, im.sha256, _source(im, im.page_url), url=im.url,
+        item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
                                        page_url=im.page_url, description=im.title)
         if item:
             result.added_images.append(item.id)

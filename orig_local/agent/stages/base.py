@@ -21,7 +21,7 @@ from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.trace import StageRecord, Trace, messages_digest
 from orig_local.agent.untrusted import delimit
-from orig_local.embeddings.clip import image_sha256
+from orig_local.imagehash import pixels_sha256
 from orig_local.llm.base import (BaseChatModel, ChatError, ImageRef, Message, StructuredOutputError, system,
                                  user)
 
@@ -66,7 +66,7 @@ class StageContext:
     round: int = 0
     read_urls: set[str] = field(default_factory=set)  # pages read in this run (never twice)
     asked_queries: set[str] = field(default_factory=set)  # queries already searched in this run
-    seen_images: dict[str, int | None] = field(default_factory=dict)  # sha256 -> dHash, this run
+    seen_images: dict[str, int | None] = field(default_factory=dict)  # bytes_sha256 -> dHash, this run
     search_failures: int = 0  # searches that failed outright (no hits, failures reported)
     searches: int = 0
     budget: Budget = field(default_factory=lambda: Budget(EstimatedTokens()))
@@ -168,7 +168,7 @@ class StageContext:
                 continue
             digest = self._hashes.get(id(p))
             if digest is None:
-                digest = self._hashes[id(p)] = image_sha256(p.to_pil() if not hasattr(p.source, "tobytes") else p.source)
+                digest = self._hashes[id(p)] = pixels_sha256(p.to_pil() if not hasattr(p.source, "tobytes") else p.source)
             parts.append({"image_pixels_sha256": digest})
         return {"role": message.role, "parts": parts}
 

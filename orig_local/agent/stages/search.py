@@ -1,4 +1,5 @@
-"""Modality-specific retrieval (paper Eq. 2, App. A).
+"""The agent's web search step: modality-specific retrieval (paper Eq. 2, App. A). Its trace
+records keep the paper's stage name ``retrieval``.
 
 Text: top-10 hits per query; the backbone picks the 2 most relevant from title + snippet; those
 pages are read in full. Images: top-10 hits per query; fetched best-ranked first until 5 have
@@ -45,7 +46,7 @@ class RetrievedPage(BaseModel):
 @dataclass
 class RetrievedImage:
     image: Any  # PIL RGB
-    sha256: str
+    bytes_sha256: str
     url: str
     page_url: str | None
     title: str
@@ -178,16 +179,16 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
 
 
 def _dhash(image: Any) -> int:
-    from orig_local.retrieval.images import dhash64
+    from orig_local.imagehash import dhash64
 
     return dhash64(image)
 
 
-def _duplicate_reason(ctx: StageContext, sha256: str, dhash: int | None) -> str | None:
-    """Fetch-time duplicate check against every image fetched in this run: the same pixels
+def _duplicate_reason(ctx: StageContext, bytes_sha256: str, dhash: int | None) -> str | None:
+    """Fetch-time duplicate check against every image fetched in this run: the same bytes
     (sha256) or the same picture resized/recompressed (dHash within DHASH_MAX_DISTANCE bits)."""
-    if sha256 in ctx.seen_images:
-        return "exact copy (sha256) of an image fetched in this run"
+    if bytes_sha256 in ctx.seen_images:
+        return "exact copy (same bytes, sha256) of an image fetched in this run"
     if dhash is None:
         return None
     for d in ctx.seen_images.values():
@@ -219,13 +220,13 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
                 rec.failures.append(failure_dict(res))
                 continue
             dhash = res.dhash if res.dhash is not None else _dhash(res.image)  # any retriever
-            why = _duplicate_reason(ctx, res.sha256, dhash)
+            why = _duplicate_reason(ctx, res.bytes_sha256, dhash)
             if why is not None:
                 rec.failures.append({"url": hit.image_url, "kind": "duplicate", "detail": why})
                 continue
-            ctx.seen_images[res.sha256] = dhash
+            ctx.seen_images[res.bytes_sha256] = dhash
             kept.append(RetrievedImage(
-                image=res.image, sha256=res.sha256, url=res.url or hit.image_url,
+                image=res.image, bytes_sha256=res.bytes_sha256, url=res.url or hit.image_url,
                 page_url=res.page_url or hit.page_url, title=hit.title, query=query,
                 round=ctx.round, dhash=dhash,
             ))

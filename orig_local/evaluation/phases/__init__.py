@@ -1,4 +1,5 @@
-"""The phases of a benchmark run, one file each (agent, generate, judge, retrieval).
+"""The phases of a benchmark run, one file each (agent, generate, judge; the ``retrieval``
+phase, retrieval accuracy, is ``retrieval_accuracy.py``).
 
 :data:`PHASES` is the one list of phase names, in run order, with what each needs; CLI
 choices, defaults and the orchestrator's dispatch derive from it."""
