@@ -64,7 +64,7 @@ class Config(StrictModel):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     cache_dir: str | None = None  # None -> <ORIG_HOME>/cache; "" disables on-disk caches
-    prompts_dir: str | None = None  # a copied prompt folder, for prompt ablations
+    prompts_dir: str | None = None  # changed prompt templates (per file, over the packaged ones)
     log_level: str = "INFO"
     progress: bool = True  # tqdm bars
 

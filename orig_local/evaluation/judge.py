@@ -12,7 +12,7 @@
 * Temperature 0 (cached by the chat layer); raw replies kept; optional soft score P(true) from
   the first token's top logprobs when the server returns them.
 
-Instruction templates live in ``templates/judge_*.jinja`` (or a copy under ``prompts_dir``).
+Instruction templates live in ``templates/judge_*.jinja`` (a file of the same name in ``prompts_dir`` overrides it).
 """
 
 from __future__ import annotations
@@ -169,13 +169,12 @@ def statement_of(question_text: str) -> str:
 # --------------------------------------------------------------------------- templates
 
 
-def _env(templates_dir: Path | None):
-    import jinja2
+def _templates(templates_dir: Path | None):
+    """The judges' templates, ``prompts_dir`` over the packaged ones (orig_local.templates). They
+    are written without block trimming; their rendered text stays exactly as before."""
+    from orig_local.templates import PromptTemplates
 
-    dirs = [str(templates_dir)] if templates_dir else []
-    dirs.append(str(TEMPLATES_DIR))  # a prompts_dir copy may override only some files
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=False, autoescape=False)
+    return PromptTemplates(TEMPLATES_DIR, templates_dir, trim_blocks=False)
 
 
 # --------------------------------------------------------------------------- the judge
@@ -196,7 +195,7 @@ class Judge:
         self.reference_text = reference_text
         self.name = name or getattr(chat, "model_name", "judge")
         self.max_tokens = max_tokens
-        self._env = _env(Path(templates_dir) if templates_dir else None)
+        self._templates = _templates(Path(templates_dir) if templates_dir else None)
 
     @classmethod
     def from_config(cls, config, chat=None) -> "Judge":
@@ -215,7 +214,7 @@ class Judge:
         await self.chat.aclose()
 
     def render(self, name: str, **values) -> str:
-        return self._env.get_template(name).render(**values).strip()
+        return self._templates.render(name, **values)
 
     def _schema(self, question: Question | None):
         if question is not None and question.is_choice:

@@ -461,7 +461,7 @@ def write_gallery(run: RunResults, path: Path, media: Path | None = None) -> Pat
     import hashlib
     import shutil
 
-    import jinja2
+    from orig_local.templates import environment
 
     path.parent.mkdir(parents=True, exist_ok=True)
     media = media or path.parent.parent / "media" / _slug(run.label)
@@ -527,8 +527,7 @@ def write_gallery(run: RunResults, path: Path, media: Path | None = None) -> Pat
             "retrieval": _number(run.retrieval_rows.get(pid, {}).get("accuracy")),
         })
     has_p_true = any(v["p_true"] is not None for e in entries for v in e["verdicts"])
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env = environment(Path(__file__).parent / "templates", autoescape=True, trim_blocks=False)
     meta = {k: v for k, v in run.meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
     page = env.get_template("gallery.html.jinja").render(
         label=run.label, meta=meta, entries=entries, counts=run.counts, pct=_pct, labels=run.labels,
