@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orig_local.agent.agent import Agent  # noqa: E402
 from orig_local.agent.config import AgentConfig  # noqa: E402
-from orig_local.llm.simulated import SimulatedRetriever, orig_responder  # noqa: E402
 from orig_local.llm.config import ChatConfig  # noqa: E402
 from orig_local.llm.scripted import ScriptedChatModel  # noqa: E402
+from orig_local.llm.simulated import SimulatedRetriever, orig_responder  # noqa: E402
 
 PROMPTS = [
     "The Veltrane Harbor Lighthouse at dusk",

@@ -24,14 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from PIL import Image  # noqa: E402
 
 from orig_local.evaluation.items import FIGEVAL_CLASSES, BenchmarkItem, Question  # noqa: E402
+from orig_local.evaluation.jsonl_store import JsonlStore  # noqa: E402
 from orig_local.evaluation.judge import Judge  # noqa: E402
-from orig_local.evaluation.report import build_report  # noqa: E402
-from orig_local.evaluation.results import load_run  # noqa: E402
 from orig_local.evaluation.phases.agent import run_agent_phase  # noqa: E402
 from orig_local.evaluation.phases.common import AgentOutput  # noqa: E402
 from orig_local.evaluation.phases.judge import run_judge_phase  # noqa: E402
+from orig_local.evaluation.report import build_report  # noqa: E402
+from orig_local.evaluation.results import load_run  # noqa: E402
 from orig_local.evaluation.scoring import bootstrap_ci, table_row  # noqa: E402
-from orig_local.evaluation.jsonl_store import JsonlStore  # noqa: E402
 from orig_local.llm.config import ChatConfig  # noqa: E402
 from orig_local.llm.scripted import ScriptedChatModel  # noqa: E402
 

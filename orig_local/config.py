@@ -29,7 +29,6 @@ from orig_local.llm.config import ChatConfig
 from orig_local.paths import orig_home
 from orig_local.retrieval.config import RetrievalConfig
 
-
 # Defaults of the chat sections that differ from ChatConfig's own. Settings given for a section
 # are merged into these (``-s judge.base_url=...`` keeps the judge's preset, temperature and
 # max_tokens); naming a ``model`` without a ``preset`` drops the default preset.

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from agent_support import PROMPT, RecordingGenerator, backbone, corpus, keep_only, make_agent
 from PIL import Image
 
-from agent_support import PROMPT, RecordingGenerator, backbone, corpus, keep_only, make_agent
 from orig_local.agent.agent import OracleEvidence
 
 LOOP = ["planning", "retrieval", "accumulation", "sufficiency"]

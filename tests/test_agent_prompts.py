@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from agent_support import PROMPT
+
 from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase

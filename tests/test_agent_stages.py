@@ -7,8 +7,8 @@ import shutil
 
 import jinja2
 import pytest
-
 from agent_support import PROMPT, make_agent
+
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, Source
 from orig_local.agent.prompting import PACKAGE_PROMPTS, PromptLibrary

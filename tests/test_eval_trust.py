@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from openai_loopback import OpenAILoopback
+
 from orig_local.cli import main
 from orig_local.evaluation.data import mini_path
 from orig_local.llm.local_server import free_port

@@ -8,8 +8,8 @@ import pytest
 
 from orig_local.retrieval.base import FetchedImage, FetchFailure, Page
 from orig_local.retrieval.config import RetrievalConfig
-from orig_local.retrieval.retriever import Retriever
 from orig_local.retrieval.evidence import EvidenceStore, SnapshotError, pack, unpack, verify
+from orig_local.retrieval.retriever import Retriever
 from orig_local.retrieval.testserver import LoopbackServer, article_html, image_bytes, respond
 
 PARAS = ["The Quillon glassback beetle has translucent violet wing cases, each crossed by three thin "

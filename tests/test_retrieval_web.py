@@ -16,8 +16,16 @@ from orig_local.retrieval.httpfetch import HttpSession
 from orig_local.retrieval.images import WebImageFetcher
 from orig_local.retrieval.reader import ParseWorkers, WebPageReader
 from orig_local.retrieval.retriever import Retriever
-from orig_local.retrieval.testserver import (LoopbackServer, article_html, bomb_png, image_bytes,
-                                             redirect, respond, stall, stream)
+from orig_local.retrieval.testserver import (
+    LoopbackServer,
+    article_html,
+    bomb_png,
+    image_bytes,
+    redirect,
+    respond,
+    stall,
+    stream,
+)
 
 TIMEOUT = 1.5  # per-request bound in these tests
 SLACK = 1.5  # scheduling slack on a busy 2-core machine

@@ -12,9 +12,10 @@ import asyncio
 import inspect
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 from orig_local.agent.budget import Budget, EstimatedTokens, TokenCounter
 from orig_local.agent.config import AgentConfig
@@ -30,8 +31,8 @@ from orig_local.agent.stages.planning import plan_queries
 from orig_local.agent.stages.refinement import Reference, RefinementResult, refine, unrefined
 from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
-from orig_local.agent.trace import StageRecord, Trace
 from orig_local.agent.status import assess
+from orig_local.agent.trace import StageRecord, Trace
 from orig_local.llm.base import BaseChatModel, ImageRef
 
 log = logging.getLogger(__name__)

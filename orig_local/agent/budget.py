@@ -59,7 +59,7 @@ def make_token_counter(path: str | None, subfolder: str | None = None) -> TokenC
         try:
             from transformers import AutoTokenizer
 
-            kwargs = {"local_files_only": True}
+            kwargs: dict[str, Any] = {"local_files_only": True}
             if subfolder:
                 kwargs["subfolder"] = subfolder
             return TokenizerTokens(AutoTokenizer.from_pretrained(path, **kwargs), path)

@@ -118,9 +118,8 @@ def _embedder(config, cache_dir):
 
 
 def _make_dedup(config, embedder):
-    from orig_local.embeddings.dedup import ImageDeduplicator
-
     from orig_local.agent.stages.search import DHASH_MAX_DISTANCE
+    from orig_local.embeddings.dedup import ImageDeduplicator
 
     # sha256, then dHash (resized / recompressed copies, also against K), then CLIP (crops).
     return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold, dhash_max_bits=DHASH_MAX_DISTANCE)

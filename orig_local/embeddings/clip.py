@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +99,7 @@ class OpenClipEmbedder:
         return self._load()[4]
 
     @classmethod
-    def from_config(cls, config: EmbedConfig, cache_dir=None) -> "OpenClipEmbedder":
+    def from_config(cls, config: EmbedConfig, cache_dir=None) -> OpenClipEmbedder:
         from orig_local.presets import load_preset, resolve_model_path
 
         if config.model:
@@ -138,7 +137,7 @@ class OpenClipEmbedder:
                 feats = self.model.encode_image(batch).float()
             feats = self.torch.nn.functional.normalize(feats, dim=-1).cpu().numpy().astype(np.float32)
             self.images_embedded += len(idx)
-            for i, vec in zip(idx, feats):
+            for i, vec in zip(idx, feats, strict=True):
                 out[i] = vec
                 self._store(keys[i], vec)
         if not images:

@@ -17,7 +17,8 @@ is returned with its reason, so the agent's trace can say why an image disappear
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -125,7 +126,7 @@ class ImageDeduplicator:
             ex_vecs, cand_vecs = vectors[: len(existing)], vectors[len(existing):]
             rep_vecs: list[np.ndarray] = list(ex_vecs)
             rep_ids: list[tuple[int, bool]] = [(j, True) for j in range(len(existing))]
-            for vec, i in zip(cand_vecs, alive):
+            for vec, i in zip(cand_vecs, alive, strict=True):
                 if rep_vecs:
                     sims = np.stack(rep_vecs) @ vec
                     best = int(np.argmax(sims))

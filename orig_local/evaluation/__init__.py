@@ -3,7 +3,6 @@ resumable runs and reports. Attributes are resolved lazily so importing this sta
 
 from __future__ import annotations
 
-
 from orig_local._lazy import lazy_getattr
 
 _LAZY = {

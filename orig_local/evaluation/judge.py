@@ -22,11 +22,12 @@ import json
 import math
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel, RootModel, StrictBool, create_model
+from pydantic import BaseModel, RootModel, StrictBool
 
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
 from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
@@ -198,7 +199,7 @@ class Judge:
         self._templates = _templates(Path(templates_dir) if templates_dir else None)
 
     @classmethod
-    def from_config(cls, config, chat=None) -> "Judge":
+    def from_config(cls, config, chat=None) -> Judge:
         """Build from the root Config (``judge:`` chat section + ``eval:`` judge options)."""
         if chat is None:
             from orig_local.llm import make_chat_model
@@ -279,7 +280,7 @@ class Judge:
             verdict.error = f"reference image missing: {question.reference_image}"
             return verdict
         letters = string.ascii_uppercase[: len(question.choices)] if question.is_choice else None
-        choices = list(zip(letters, question.choices)) if letters else None
+        choices = list(zip(letters, question.choices, strict=True)) if letters else None
         sys_text = self.render("judge_system.jinja", choices=choices, answer_format=self.answer_format)
         text = self.render("judge_question.jinja", statement=statement_of(question.text),
                            reference_text=reference_text.strip() if self.reference_text else "",

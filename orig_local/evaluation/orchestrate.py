@@ -7,18 +7,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
-from orig_local.evaluation.rundir import backbone_size, hold_run, read_meta, write_meta_file
 from orig_local.evaluation.phases.agent import run_agent_phase
 from orig_local.evaluation.phases.common import AgentOutput, shard_from_env
 from orig_local.evaluation.phases.generate import run_generate_phase
 from orig_local.evaluation.phases.judge import run_judge_phase
 from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
+from orig_local.evaluation.rundir import backbone_size, hold_run, read_meta, write_meta_file
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orig_local.errors import DataError
+from orig_local.evaluation.jsonl_store import read_rows
 from orig_local.evaluation.rundir import phase_file, run_label, shard_files
 from orig_local.evaluation.scoring import PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
-from orig_local.evaluation.jsonl_store import read_rows
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +202,8 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     """Scores of one run from its JSONL. ``errors``: how unparseable verdicts count (see
     scoring). ``data``/``benchmark`` override where the benchmark is read from (default: what
     run.json names); ``items`` passes it ready-loaded (id -> BenchmarkItem)."""
-    from orig_local.evaluation.loaders.figeval import normalize_class
     from orig_local.evaluation.items import FIGEVAL_CLASSES
+    from orig_local.evaluation.loaders.figeval import normalize_class
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

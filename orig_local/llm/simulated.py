@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orig_local.retrieval.base import FetchedImage, FetchFailure, ImageHit, Page, TextHit
 
@@ -56,7 +57,7 @@ class SimulatedRetriever:
         self.calls: dict[str, int] = {"search_text": 0, "search_images": 0, "read_page": 0, "fetch_image": 0}
 
     @classmethod
-    def from_demo_corpus(cls, root: str | Path = DEMO_CORPUS, **kwargs) -> "SimulatedRetriever":
+    def from_demo_corpus(cls, root: str | Path = DEMO_CORPUS, **kwargs) -> SimulatedRetriever:
         from PIL import Image
 
         root = Path(root)

@@ -20,13 +20,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from orig_local.retrieval.base import (FetchedImage, FetchFailure, ImageFetcher, Page, PageReader,
-                                       SearchOutcome)
+from orig_local.retrieval.base import FetchedImage, FetchFailure, ImageFetcher, Page, PageReader, SearchOutcome
 from orig_local.retrieval.chain import FallbackChain
 from orig_local.retrieval.config import FetchConfig, RetrievalConfig, SearchConfig
 from orig_local.retrieval.corpus import Corpus
-from orig_local.retrieval.images import Deduplicator
 from orig_local.retrieval.evidence import EvidenceStore
+from orig_local.retrieval.images import Deduplicator
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class Retriever:
 
     @classmethod
     def from_config(cls, config: RetrievalConfig, cache_dir: str | Path | None = None,
-                    embedder: Any = None, record_dir: str | Path | None = None) -> "Retriever":
+                    embedder: Any = None, record_dir: str | Path | None = None) -> Retriever:
         """Build from config. ``embedder``: an ``EmbedConfig`` or a ready ``OpenClipEmbedder``
         (only the ``local`` backend uses it). ``record_dir`` overrides ``config.record``."""
         from orig_local.retrieval import make_backend
@@ -178,7 +177,7 @@ class Retriever:
         if self.store is not None and self.store.root.exists():
             self.store.finalize()
 
-    async def __aenter__(self) -> "Retriever":
+    async def __aenter__(self) -> Retriever:
         return self
 
     async def __aexit__(self, *exc) -> None:

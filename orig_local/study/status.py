@@ -107,7 +107,7 @@ def status_table(plan: Plan, status: dict[str, dict[str, PhaseCounts]], markdown
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
     else:
-        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
     lines.append("")

@@ -15,9 +15,9 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
+from orig_local.agent.budget import truncate_to_tokens
 from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.budget import truncate_to_tokens
 from orig_local.agent.stages.search import RetrievedImage, RetrievedPage, RoundRetrieval
 from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize
 
@@ -142,9 +142,9 @@ def _add_unfiltered(ctx: StageContext, raw: RoundRetrieval, result: Accumulation
         if item:
             result.added_text.append(item.id)
     for im in raw.images:
-        item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
-                                       page_url=im.page_url, description=im.title)
-        if item:
-            result.added_images.append(item.id)
+        image_item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
+                                             page_url=im.page_url, description=im.title)
+        if image_item:
+            result.added_images.append(image_item.id)
     ctx.note("accumulation", "unfiltered", "accumulation_filter off: retrieved evidence added to K as is",
              evidence_ids=result.added_text + result.added_images)

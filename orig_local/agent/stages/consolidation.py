@@ -62,7 +62,8 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
     def render_previous(left: int) -> str:
         # At most half the room: the newest statements (most likely about what the new entries
         # add to); older ones not shown stay in the summary unchanged.
-        lines, used = [], 0
+        lines: list[str] = []
+        used = 0
         for e in reversed(previous):
             line = delimit(",".join(e.evidence), e.text)
             cost = ctx.budget.count(line) + 1
@@ -74,7 +75,8 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
         return "\n".join(reversed(lines))
 
     def render_new(left: int) -> str:
-        lines, used = [], 0
+        lines: list[str] = []
+        used = 0
         for t in pending:
             line = delimit(t.id, t.text)
             cost = ctx.budget.count(line) + 1

@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.trace import StageRecord
+from orig_local.agent.trace import Stage, StageRecord
 from orig_local.agent.untrusted import delimit
 from orig_local.retrieval.base import FetchFailure, SearchError
 
@@ -72,17 +73,18 @@ def failure_dict(failure: Any) -> dict[str, Any]:
         return dict(failure)
     if hasattr(failure, "model_dump"):
         return failure.model_dump(mode="json")
-    if dataclasses.is_dataclass(failure):
+    if dataclasses.is_dataclass(failure) and not isinstance(failure, type):
         return {k: str(v) for k, v in dataclasses.asdict(failure).items()}
     return {"detail": str(failure)}
 
 
-async def _search(ctx: StageContext, modality: str, query: str, k: int, stage: str) -> tuple[list, StageRecord]:
+async def _search(ctx: StageContext, modality: str, query: str, k: int, stage: Stage) -> tuple[list, StageRecord]:
     """One traced search. Returns (hits, record); a raised SearchError becomes a failure."""
     record = StageRecord(stage=stage, step=f"search_{modality}", round=ctx.round,
                          started_s=ctx.trace.elapsed())
     start = time.perf_counter()
     hits: list = []
+    assert ctx.retriever is not None, "a retrieving condition has a retriever"
     try:
         fn = ctx.retriever.search_text if modality == "text" else ctx.retriever.search_images
         outcome = await fn(query, k=k)
@@ -110,7 +112,7 @@ def _service_failed(record: StageRecord) -> bool:
     return any(f.get("kind") != "empty" for f in record.failures)
 
 
-async def search_snippets(ctx: StageContext, query: str, stage: str) -> tuple[list, bool]:
+async def search_snippets(ctx: StageContext, query: str, stage: Stage) -> tuple[list, bool]:
     """Text search only (the bootstrap's light retrieval). Returns (hits, search_failed)."""
     hits, record = await _search(ctx, "text", query, ctx.config.text_top_k, stage)
     return hits, (not hits and _service_failed(record))
@@ -130,7 +132,8 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
         listed: list[int] = []
 
         def results(left: int) -> str:  # best-ranked first, as many as the window holds
-            lines, used = [], 0
+            lines: list[str] = []
+            used = 0
             for i, h in enumerate(hits, 1):
                 line = delimit(f"R{i}", f"{h.title}\n{h.url}\n{h.snippet or ''}")
                 cost = ctx.budget.count(line) + 1
@@ -160,6 +163,7 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
         rec = StageRecord(stage="retrieval", step="read_page", round=ctx.round, page_reads=1,
                           started_s=ctx.trace.elapsed(), output={"url": hit.url})
         start = time.perf_counter()
+        assert ctx.retriever is not None
         page = await ctx.retriever.read_page(hit.url)
         rec.latency_s = time.perf_counter() - start
         ctx.trace.add(rec)
@@ -212,10 +216,12 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
         i += len(wave)
         # dedup=False skips only the retriever's *shared* check (it serves many prompts at
         # once); this run's own sha256 + dHash check follows, before anything else sees them.
-        results = await asyncio.gather(*(ctx.retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
+        retriever = ctx.retriever
+        assert retriever is not None
+        results = await asyncio.gather(*(retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
                                          for h in wave))
         rec.image_fetches += len(wave)
-        for hit, res in zip(wave, results):  # rank order
+        for hit, res in zip(wave, results, strict=True):  # rank order
             if isinstance(res, FetchFailure):
                 rec.failures.append(failure_dict(res))
                 continue
@@ -241,13 +247,18 @@ async def retrieve_round(ctx: StageContext, text_queries: list[str], image_queri
     """All of a round's queries at once; near-duplicate images dropped before any VLM sees them."""
     for q in text_queries + image_queries:
         ctx.asked_queries.add(q.lower().strip())
-    tasks = [retrieve_text(ctx, q) for q in text_queries] + [retrieve_images(ctx, q) for q in image_queries]
+    tasks: list[Awaitable[tuple[Sequence[RetrievedPage | RetrievedImage], bool]]] = [
+        retrieve_text(ctx, q) for q in text_queries]
+    tasks += [retrieve_images(ctx, q) for q in image_queries]
     results = await asyncio.gather(*tasks)
     out = RoundRetrieval(searches=len(tasks))
     for items, failed in results:
         out.failed_searches += int(failed)
         for item in items:
-            (out.pages if isinstance(item, RetrievedPage) else out.images).append(item)
+            if isinstance(item, RetrievedPage):
+                out.pages.append(item)
+            else:
+                out.images.append(item)
     out.images = await drop_near_duplicates(ctx, out.images)
     return out
 

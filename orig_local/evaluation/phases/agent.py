@@ -4,12 +4,18 @@ reference images, evidence and a trace -> agent.jsonl."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Awaitable, Callable, Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import (
-    AgentFn, AgentOutput, maybe_await, phase_store, relative_to_run, save_image, write_text,
+    AgentFn,
+    AgentOutput,
+    maybe_await,
+    phase_store,
+    relative_to_run,
+    save_image,
+    write_text,
 )
 from orig_local.evaluation.phases.loop import PhaseSummary, pending, run_items
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from orig_local.evaluation.items import BenchmarkItem
-from orig_local.evaluation.rundir import phase_file
 from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
+from orig_local.evaluation.rundir import phase_file
 
 log = logging.getLogger(__name__)
 

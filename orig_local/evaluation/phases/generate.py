@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store, relative_to_run, save_image

@@ -18,12 +18,13 @@ import asyncio
 import inspect
 import logging
 import time
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
-from orig_local.evaluation.phases.common import error_text, maybe_await, progress_bar
 from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
+from orig_local.evaluation.phases.common import error_text, maybe_await, progress_bar
 from orig_local.llm.base import is_transport_error
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class PhaseSummary(dict):
         """Selected items whose row is failed, from this invocation or an earlier one."""
         return self.failed + self.earlier.get("failed", 0)
 
-    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, dict]) -> "PhaseSummary":
+    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, dict]) -> PhaseSummary:
         for item in items:
             if item.id in done:
                 status = row_status(done[item.id])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store

@@ -46,7 +46,7 @@ class LocalBackend:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, config, cache_dir=None, embedder=None) -> "LocalBackend":
+    def from_config(cls, config, cache_dir=None, embedder=None) -> LocalBackend:
         return cls(Corpus.load(config.local.corpus), config.local, embedder=embedder, cache_dir=cache_dir)
 
     @property

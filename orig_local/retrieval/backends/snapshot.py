@@ -23,7 +23,7 @@ class SnapshotBackend:
             raise FileNotFoundError(f"no snapshot at {self.store.root}")
 
     @classmethod
-    def from_config(cls, config, cache_dir=None, embedder=None) -> "SnapshotBackend":
+    def from_config(cls, config, cache_dir=None, embedder=None) -> SnapshotBackend:
         if not config.replay:
             raise ValueError("the snapshot backend needs retrieval.replay=<snapshot dir>")
         return cls(config.replay)
