@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from orig_local.agent.budget import Budget, EstimatedTokens, TokenCounter
 from orig_local.agent.config import AgentConfig
@@ -34,6 +34,9 @@ from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.status import assess
 from orig_local.agent.trace import StageRecord, Trace
 from orig_local.llm.base import BaseChatModel, ImageRef
+
+if TYPE_CHECKING:
+    from orig_local.generation.base import Generator
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +148,7 @@ class Agent:
         chat: BaseChatModel,
         retriever: RetrieverLike | None = None,
         config: AgentConfig | None = None,
-        generator: Any = None,
+        generator: Generator | None = None,
         dedup: Deduper | None = None,
         prompts: PromptLibrary | str | Path | None = None,
         *,
@@ -321,6 +324,8 @@ class Agent:
     async def _generate(self, ctx: StageContext, result: AgentResult) -> None:
         from orig_local.generation.base import GenerationRequest
 
+        generator = self.generator
+        assert generator is not None, "called only with a generator"
         if self._generate_lock is None:
             self._generate_lock = asyncio.Lock()
         refs = [v.image for v in result.references]
@@ -330,7 +335,7 @@ class Agent:
         start = time.perf_counter()
         async with self._generate_lock:
             try:
-                result.generation = await asyncio.to_thread(self.generator.generate, request)
+                result.generation = await asyncio.to_thread(generator.generate, request)
                 record.notes = list(result.generation.notes)
                 record.output = {"references_used": result.generation.references_used}
             except Exception as exc:  # a generator failure must not lose the run's prompt

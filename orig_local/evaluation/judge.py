@@ -25,12 +25,16 @@ import string
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, RootModel, StrictBool
 
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
 from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
+
+if TYPE_CHECKING:
+    from orig_local.config import Config
+    from orig_local.llm.base import BaseChatModel
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 AnswerFormat = Literal["bool", "object", "text"]
@@ -187,7 +191,7 @@ class Judge:
     ``chat`` is any :class:`orig_local.llm.BaseChatModel` (openai / transformers / scripted).
     """
 
-    def __init__(self, chat, answer_format: AnswerFormat = "bool", logprobs: int = 0,
+    def __init__(self, chat: BaseChatModel, answer_format: AnswerFormat = "bool", logprobs: int = 0,
                  reference_text: bool = True, templates_dir: str | Path | None = None,
                  name: str | None = None, max_tokens: int | None = None):
         self.chat = chat
@@ -199,7 +203,7 @@ class Judge:
         self._templates = _templates(Path(templates_dir) if templates_dir else None)
 
     @classmethod
-    def from_config(cls, config, chat=None) -> Judge:
+    def from_config(cls, config: Config, chat: BaseChatModel | None = None) -> Judge:
         """Build from the root Config (``judge:`` chat section + ``eval:`` judge options)."""
         if chat is None:
             from orig_local.llm import make_chat_model

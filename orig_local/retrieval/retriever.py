@@ -18,9 +18,17 @@ import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from orig_local.retrieval.base import FetchedImage, FetchFailure, ImageFetcher, Page, PageReader, SearchOutcome
+from orig_local.retrieval.base import (
+    FetchedImage,
+    FetchFailure,
+    ImageFetcher,
+    Page,
+    PageReader,
+    SearchBackend,
+    SearchOutcome,
+)
 from orig_local.retrieval.chain import FallbackChain
 from orig_local.retrieval.config import FetchConfig, RetrievalConfig, SearchConfig
 from orig_local.retrieval.corpus import Corpus
@@ -35,7 +43,7 @@ class Retriever:
     and an optional evidence store, passed in explicitly (tests inject fakes that implement
     :class:`PageReader` / :class:`ImageFetcher`). Missing reader/fetcher: the web ones."""
 
-    def __init__(self, search: Any, reader: PageReader | None = None, fetcher: ImageFetcher | None = None,
+    def __init__(self, search: SearchBackend | FallbackChain, reader: PageReader | None = None, fetcher: ImageFetcher | None = None,
                  store: EvidenceStore | None = None, *, fetch_config: FetchConfig | None = None,
                  cache: Any = None):
         if not isinstance(search, FallbackChain):
@@ -85,7 +93,7 @@ class Retriever:
         session = HttpSession(config.fetch)
         reader: PageReader = WebPageReader(config.reader, session)
         fetcher: ImageFetcher = WebImageFetcher(config.fetch, session)
-        corpora = [b.corpus for b in backends if isinstance(getattr(b, "corpus", None), Corpus)]
+        corpora = [c for c in (getattr(b, "corpus", None) for b in backends) if isinstance(c, Corpus)]
         if corpora:  # corpus:// hits of the local backend are read from disk
             from orig_local.retrieval.corpusfetch import CorpusImageFetcher, CorpusReader
 
@@ -113,7 +121,7 @@ class Retriever:
         blob = json.dumps({"chain": keys, "kind": kind, "query": query, "k": k}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    async def _search(self, kind: str, query: str, k: int) -> SearchOutcome:
+    async def _search(self, kind: Literal["text", "images"], query: str, k: int) -> SearchOutcome:
         key = self._cache_key(kind, query, k)
         outcome = None
         if key is not None:
@@ -164,7 +172,7 @@ class Retriever:
     # ------------------------------------------------------------------ lifecycle
     async def aclose(self) -> None:
         closed: set[int] = set()
-        parts = [self.reader, self.fetcher, *self.chain.backends]
+        parts: list[Any] = [self.reader, self.fetcher, *self.chain.backends]
         while parts:  # wrappers (corpus reader/fetcher) expose what they wrap as .inner
             part = parts.pop(0)
             if part is None or id(part) in closed:

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentFn, *,
-                    shard=(0, 1), progress=True, retry_errors=False, retry_degraded=False,
+                    shard: tuple[int, int] = (0, 1), progress: bool = True, retry_errors: bool = False, retry_degraded: bool = False,
                     concurrency: int = 1, max_consecutive_failures: int = 0,
                     aclose: Callable[[], Awaitable] | None = None) -> PhaseSummary:
     """Extended prompt + references + evidence + trace per item -> agent.jsonl.

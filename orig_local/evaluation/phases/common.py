@@ -146,8 +146,8 @@ def retry_statuses(retry_errors: bool = False, retry_degraded: bool = False) -> 
     return ({"failed"} if retry_errors or retry_degraded else set()) | ({"degraded"} if retry_degraded else set())
 
 
-def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=False,
-                retry_degraded=False) -> tuple[JsonlStore, dict[str, dict]]:
+def phase_store(run_dir: Path, phase: str, shard: tuple[int, int], judge_name: str | None = None,
+                retry_errors: bool = False, retry_degraded: bool = False) -> tuple[JsonlStore, dict[str, dict]]:
     """This shard's store, and the rows finished anywhere (main file or this shard file), by id."""
     retry = retry_statuses(retry_errors, retry_degraded)
     store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), retry=retry)
@@ -158,5 +158,5 @@ def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=
     return store, done
 
 
-async def maybe_await(value):
+async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value

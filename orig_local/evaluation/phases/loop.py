@@ -19,13 +19,16 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
 from orig_local.evaluation.phases.common import error_text, maybe_await, progress_bar
 from orig_local.llm.base import is_transport_error
+
+if TYPE_CHECKING:
+    from orig_local.evaluation.judge import Judge
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +125,7 @@ def pending(phase: str, items: Sequence[BenchmarkItem], done: dict[str, dict], i
     return todo, summary.count_earlier(items, done)
 
 
-def judged(phase: str, judge, judge_name: str | None, close: bool, on_failure: dict) -> dict[str, Any]:
+def judged(phase: str, judge: Judge, judge_name: str | None, close: bool, on_failure: dict) -> dict[str, Any]:
     """:func:`run_items` arguments shared by the phases that ask the judge (judge, retrieval)."""
     return dict(base=lambda it: {"id": it.id, "category": it.category, "judge": judge.name},
                 on_failure=on_failure, desc=f"{phase}{'-' + judge_name if judge_name else ''}",

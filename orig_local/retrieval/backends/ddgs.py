@@ -47,6 +47,9 @@ class DdgsBackend:
     def from_config(cls, config, cache_dir=None, embedder=None) -> DdgsBackend:
         return cls(config.ddgs)
 
+    async def aclose(self) -> None:
+        """Nothing to release (no connection of its own)."""
+
     async def text(self, query: str, k: int = 10) -> list[TextHit]:
         rows = await self._call("text", query, k, ",".join(self.config.text_engines))
         hits: list = []

@@ -69,6 +69,9 @@ class LocalBackend:
             log.warning("local backend: no CLIP embedder given; image search ranks by captions only")
             self.config = self.config.model_copy(update={"images": False})
 
+    async def aclose(self) -> None:
+        """Nothing to release (no connection of its own)."""
+
     async def text(self, query: str, k: int = 10) -> list[TextHit]:
         def run():
             with self._lock:

@@ -34,6 +34,9 @@ class SnapshotBackend:
             raise SearchError(f"{kind} query {query!r} not recorded in {self.store.root}")
         return row["hits"]
 
+    async def aclose(self) -> None:
+        """Nothing to release (no connection of its own)."""
+
     async def text(self, query: str, k: int = 10) -> list[TextHit]:
         return [TextHit(**h) for h in self._hits("text", query)][:k]
 
