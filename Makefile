@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   -- venv + install + tiny models + the main job, offline
 #   make test   -- venv + install .[dev] + the test suite (slow/gpu tests excluded)
+#   make lint   -- ruff (style, bugs, zip without strict=) + mypy on the typed core (CI runs it first)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: venv install tiny-models demo demo-eval test test-all bench clean
+.PHONY: venv install tiny-models demo demo-eval test test-all lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +35,10 @@ demo-eval: tiny-models
 
 test: install
 	$(PY) -m pytest -q
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 test-all: install
 	$(PY) -m pytest -q -m "" 

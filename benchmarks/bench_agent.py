@@ -29,11 +29,11 @@ import time
 import _bench  # noqa: F401  (puts this checkout on sys.path)
 from _bench import Samples, figure, footer, header
 
-from orig_local.agent.agent import Agent
-from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import SimulatedRetriever, orig_responder
-from orig_local.llm.config import ChatConfig
-from orig_local.llm.scripted import ScriptedChatModel
+from orig_local.agent.agent import Agent  # noqa: E402
+from orig_local.agent.config import AgentConfig  # noqa: E402
+from orig_local.llm.config import ChatConfig  # noqa: E402
+from orig_local.llm.scripted import ScriptedChatModel  # noqa: E402
+from orig_local.llm.simulated import SimulatedRetriever, orig_responder  # noqa: E402
 
 PROMPTS = [
     "The Veltrane Harbor Lighthouse at dusk",

@@ -184,10 +184,10 @@ class CallCounter:
 
 def build(args, urls: list[str], embedder):
     from orig_local.agent.factory import build_agent
-    from orig_local.agent.simulate import orig_responder
     from orig_local.config import Config
     from orig_local.llm.config import ChatConfig
     from orig_local.llm.scripted import ScriptedChatModel
+    from orig_local.llm.simulated import orig_responder
     from orig_local.retrieval.config import FetchConfig
     from orig_local.retrieval.retriever import Retriever
 
@@ -209,7 +209,7 @@ def stage_of_each(result, cands, url_of, counter) -> tuple[dict[str, str], dict[
     """Candidate name -> where it stopped (or 'VLM'), read from the trace and the counted calls."""
     from PIL import Image
 
-    from orig_local.embeddings.clip import image_sha256
+    from orig_local.imagehash import pixels_sha256
 
     by_url = {url_of[c["name"]]: c["name"] for c in cands}
     fate: dict[str, str] = {}
@@ -231,12 +231,12 @@ def stage_of_each(result, cands, url_of, counter) -> tuple[dict[str, str], dict[
     pixels: dict[str, list[str]] = {}
     for c in cands:
         with Image.open(io.BytesIO(c["body"])) as im:
-            pixels.setdefault(image_sha256(im.convert("RGB")), []).append(c["name"])
+            pixels.setdefault(pixels_sha256(im.convert("RGB")), []).append(c["name"])
     shown: Counter = Counter()
     for schema, images in counter.calls:
         if schema == "ImageFilter":
             for im in images:
-                names = [n for n in pixels.get(image_sha256(im), []) if n not in fate]
+                names = [n for n in pixels.get(pixels_sha256(im), []) if n not in fate]
                 if names:
                     fate[names[0]] = "reached the VLM (image filter)"
                     shown["matched"] += 1
@@ -254,8 +254,7 @@ def closeness(cands) -> dict[str, str]:
 
     from PIL import Image
 
-    from orig_local.embeddings.clip import image_sha256
-    from orig_local.retrieval.images import dhash64, hamming
+    from orig_local.imagehash import dhash64, hamming, pixels_sha256
 
     def decoded(body):
         with Image.open(io.BytesIO(body)) as im:
@@ -271,7 +270,7 @@ def closeness(cands) -> dict[str, str]:
         a, b = decoded(base["body"]), decoded(c["body"])
         if hashlib.sha256(base["body"]).digest() == hashlib.sha256(c["body"]).digest():
             out[c["name"]] = "same bytes"
-        elif a.size == b.size and image_sha256(a) == image_sha256(b):
+        elif a.size == b.size and pixels_sha256(a) == pixels_sha256(b):
             out[c["name"]] = "same pixels"
         else:
             out[c["name"]] = f"dHash {hamming(dhash64(a), dhash64(b))} bits"
@@ -287,7 +286,7 @@ async def run_once(args, cands, embedder, server) -> tuple[Any, CallCounter, dic
         await agent.aclose()
     if result.error:
         raise SystemExit(f"agent run failed: {result.error}")
-    return result, counter, {c["name"]: u for c, u in zip(cands, urls)}, agent.config.max_images_per_call
+    return result, counter, {c["name"]: u for c, u in zip(cands, urls, strict=True)}, agent.config.max_images_per_call
 
 
 def path_section(args, embedder) -> None:

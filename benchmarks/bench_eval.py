@@ -25,15 +25,17 @@ import _bench  # noqa: F401  (puts this checkout on sys.path)
 from _bench import figure, footer, header, measure, print_timing
 from PIL import Image
 
-from orig_local.evaluation.items import FIGEVAL_CLASSES, BenchmarkItem, Question
-from orig_local.evaluation.judge import Judge
-from orig_local.evaluation.report import build_report
-from orig_local.evaluation.results import load_run
-from orig_local.evaluation.runner import AgentOutput, run_agent_phase, run_judge_phase
-from orig_local.evaluation.scoring import bootstrap_ci, table_row
-from orig_local.evaluation.store import JsonlStore
-from orig_local.llm.config import ChatConfig
-from orig_local.llm.scripted import ScriptedChatModel
+from orig_local.evaluation.items import FIGEVAL_CLASSES, BenchmarkItem, Question  # noqa: E402
+from orig_local.evaluation.jsonl_store import JsonlStore  # noqa: E402
+from orig_local.evaluation.judge import Judge  # noqa: E402
+from orig_local.evaluation.phases.agent import run_agent_phase  # noqa: E402
+from orig_local.evaluation.phases.common import AgentOutput  # noqa: E402
+from orig_local.evaluation.phases.judge import run_judge_phase  # noqa: E402
+from orig_local.evaluation.report import build_report  # noqa: E402
+from orig_local.evaluation.results import load_run  # noqa: E402
+from orig_local.evaluation.scoring import bootstrap_ci, table_row  # noqa: E402
+from orig_local.llm.config import ChatConfig  # noqa: E402
+from orig_local.llm.scripted import ScriptedChatModel  # noqa: E402
 
 
 def main() -> int:
@@ -61,7 +63,7 @@ def main() -> int:
 
     def reply(messages, schema):
         msg = messages[-1]
-        return "true" if hash((msg.images[0].sha256(), msg.parts[-1])) % 3 else "false"
+        return "true" if hash((msg.images[0].png_sha256(), msg.parts[-1])) % 3 else "false"
 
     calls = args.prompts * args.questions
     ideal = math.ceil(calls / args.concurrency) * args.latency

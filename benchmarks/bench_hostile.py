@@ -62,8 +62,7 @@ def near_cap_png(pixels: int) -> bytes:
 
 
 def build_routes(tmp: Path):
-    from orig_local.retrieval.testserver import (article_html, bomb_png, redirect, respond, stall,
-                                                 stream)
+    from orig_local.retrieval.testserver import article_html, bomb_png, redirect, respond, stall, stream
 
     article = article_html("Veltrane Harbor Lighthouse", [
         "The Veltrane Harbor Lighthouse stands on a black basalt outcrop at the end of the north "

@@ -79,7 +79,7 @@ def extraction_section(args) -> None:
         print_timing(name, samples, items=n,
                      per_core_goal=GOAL_PAGES_PER_CORE if name == "reader" else None)
         cpu_per_page[name] = [c / n for c in samples.cpu]
-    ratio = [r / t for r, t in zip(cpu_per_page["reader"], cpu_per_page["trafilatura"])]
+    ratio = [r / t for r, t in zip(cpu_per_page["reader"], cpu_per_page["trafilatura"], strict=True)]
     figure("reader CPU / trafilatura CPU", ratio, "x", goal=1.0, higher_is_better=False,
            note="paired rounds")
 
@@ -180,7 +180,7 @@ def end_to_end_section(args) -> None:
                 results = await asyncio.gather(*(one(i) for i in range(len(images))))
             finally:
                 await session.aclose()
-            ok = sum(1 for r in results if hasattr(r, "sha256"))
+            ok = sum(1 for r in results if hasattr(r, "bytes_sha256"))
             if ok != len(images):
                 raise SystemExit(f"only {ok} of {len(images)} images fetched: the figure would be wrong")
 

@@ -41,7 +41,7 @@ class Recorder:
 
     def __call__(self, messages, schema):
         from orig_local.agent.trace import messages_digest
-        from orig_local.embeddings.clip import image_sha256
+        from orig_local.imagehash import pixels_sha256
 
         # The trace names an image by a hash of its pixels (or, in Message.canonical, of its PNG
         # bytes): remember the size under both, and the request's digest both ways.
@@ -53,8 +53,8 @@ class Recorder:
                     parts.append(p)
                     continue
                 pil = p.to_pil()
-                pixels = image_sha256(pil)
-                self.sizes[pixels] = self.sizes[p.sha256()] = pil.size
+                pixels = pixels_sha256(pil)
+                self.sizes[pixels] = self.sizes[p.png_sha256()] = pil.size
                 parts.append({"image_pixels_sha256": pixels})
             pixel_canonical.append({"role": m.role, "parts": parts})
         for canonical in (pixel_canonical, [m.canonical() for m in messages]):
@@ -69,9 +69,9 @@ class Recorder:
 async def traced_run(prompt: str):
     from orig_local.agent.agent import Agent
     from orig_local.agent.config import AgentConfig
-    from orig_local.agent.simulate import SimulatedRetriever, orig_responder
     from orig_local.llm.config import ChatConfig
     from orig_local.llm.scripted import ScriptedChatModel
+    from orig_local.llm.simulated import SimulatedRetriever, orig_responder
 
     recorder = Recorder(orig_responder())
     chat = ScriptedChatModel(ChatConfig(backend="scripted", model="sim"), replies=[recorder], cycle=True)

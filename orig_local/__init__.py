@@ -7,7 +7,6 @@ resolved lazily.
 
 from __future__ import annotations
 
-
 from orig_local._lazy import lazy_getattr
 
 __version__ = "0.1.0"

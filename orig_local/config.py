@@ -29,7 +29,6 @@ from orig_local.llm.config import ChatConfig
 from orig_local.paths import orig_home
 from orig_local.retrieval.config import RetrievalConfig
 
-
 # Defaults of the chat sections that differ from ChatConfig's own. Settings given for a section
 # are merged into these (``-s judge.base_url=...`` keeps the judge's preset, temperature and
 # max_tokens); naming a ``model`` without a ``preset`` drops the default preset.
@@ -64,7 +63,7 @@ class Config(StrictModel):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     cache_dir: str | None = None  # None -> <ORIG_HOME>/cache; "" disables on-disk caches
-    prompts_dir: str | None = None  # a copied prompt folder, for prompt ablations
+    prompts_dir: str | None = None  # changed prompt templates (per file, over the packaged ones)
     log_level: str = "INFO"
     progress: bool = True  # tqdm bars
 

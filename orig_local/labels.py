@@ -6,8 +6,9 @@ dry run from being read as a result. Everything here is cheap (no model is loade
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SIMULATED = "SIMULATED backbone — not model output"
 TINY = "tiny random-weight models — numbers test the machinery only"

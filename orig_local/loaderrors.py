@@ -9,8 +9,8 @@ weights ...")``). :func:`loading` wraps a load call and turns those into
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from orig_local.errors import OrigError
 

@@ -15,10 +15,11 @@ cached" failures into one-line :class:`ModelAccessError` messages.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -118,7 +119,7 @@ def list_presets(directory: Path | None = None) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.yaml"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str) -> Preset:
     try:
         return Preset(**read_yaml(path))
@@ -137,7 +138,7 @@ def load_preset(name: str, directory: Path | None = None) -> Preset:
     return _load(str(path))
 
 
-def resolve_chat_preset(config: "ChatConfig") -> "ChatConfig":
+def resolve_chat_preset(config: ChatConfig) -> ChatConfig:
     """Fill what a :class:`~orig_local.llm.config.ChatConfig` leaves to its preset: ``model``,
     ``revision`` and, for the ``openai`` backend, ``max_images`` (the image limit the preset
     serves with, so a client never sends more than the server accepts).
@@ -182,7 +183,7 @@ def family_preset(model: str) -> Preset | None:
     return None
 
 
-def generator_preset(config: "GeneratorConfig") -> Preset:
+def generator_preset(config: GeneratorConfig) -> Preset:
     """The preset that drives a generator section: ``generator.preset``, or for
     ``generator.model=<hub id or folder>`` one built on the fly, with the pipeline (``backend``)
     and defaults of ``generator.backend`` or of the model's family (:data:`GENERATOR_FAMILIES`).

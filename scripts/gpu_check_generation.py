@@ -66,7 +66,12 @@ def build(fn, device: str, dtype):
 
 
 def qwen_pipeline(device, dtype, layers):
-    from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImagePipeline, QwenImageTransformer2DModel
+    from diffusers import (
+        AutoencoderKLQwenImage,
+        FlowMatchEulerDiscreteScheduler,
+        QwenImagePipeline,
+        QwenImageTransformer2DModel,
+    )
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
     from orig_local.tiny.diffusion_tokenizers import qwen2_tokenizer, qwen_token_ids

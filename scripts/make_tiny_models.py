@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orig_local.tiny.build import build_all  # noqa: E402
 from orig_local.paths import tiny_models_dir  # noqa: E402
+from orig_local.tiny.build import build_all  # noqa: E402
 
 
 def main() -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from orig_local.evaluation.runner import AgentOutput
+from orig_local.evaluation.phases.common import AgentOutput
 from orig_local.generation.base import GenerationResult
 
 

@@ -59,10 +59,10 @@ def make_repo(root: Path) -> Path:
     """The repository today: data_verified/ (three *_verified.json + merge.json) and
     WISE_legacy/data/ (three files, each beside its _rewrite.json)."""
     verified = rows("verified")
-    for stem, part in zip(STEMS, _split(verified)):
+    for stem, part in zip(STEMS, _split(verified), strict=True):
         _write(root / "data_verified" / f"{stem}_verified.json", part)
     _write(root / "data_verified" / "merge.json", verified)
-    for stem, base, rew in zip(STEMS, _split(rows("legacy")), _split(rows("legacy", rewrite=True))):
+    for stem, base, rew in zip(STEMS, _split(rows("legacy")), _split(rows("legacy", rewrite=True)), strict=True):
         _write(root / "WISE_legacy" / "data" / f"{stem}.json", base)
         _write(root / "WISE_legacy" / "data" / f"{stem}_rewrite.json", rew)
     return root

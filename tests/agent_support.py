@@ -4,15 +4,15 @@ the demo-corpus retriever, and a generator stand-in that records what it was giv
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import SimulatedRetriever, orig_responder
 from orig_local.generation.base import GenerationRequest, GenerationResult
 from orig_local.llm.config import ChatConfig
 from orig_local.llm.scripted import ScriptedChatModel
+from orig_local.llm.simulated import SimulatedRetriever, orig_responder
 
 PROMPT = "The Veltrane Harbor Lighthouse at dusk"
 

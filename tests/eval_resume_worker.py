@@ -8,7 +8,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _eval_fakes import FakeAgent, FakeGenerator, scripted_judge  # noqa: E402
 
 from orig_local.evaluation.loaders import load_benchmark  # noqa: E402
-from orig_local.evaluation.runner import run_agent_phase, run_generate_phase, run_judge_phase  # noqa: E402
+from orig_local.evaluation.phases.agent import run_agent_phase  # noqa: E402
+from orig_local.evaluation.phases.generate import run_generate_phase  # noqa: E402
+from orig_local.evaluation.phases.judge import run_judge_phase  # noqa: E402
 
 
 def main(bench: str, run_dir: str, phase: str, delay: float) -> None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 def simulated_reply(body: dict) -> str:
     """The simulated backbone's answer to an OpenAI chat request (text parts only)."""
-    from orig_local.agent.simulate import orig_responder
     from orig_local.llm.base import Message
+    from orig_local.llm.simulated import orig_responder
 
     messages = []
     for m in body["messages"]:
@@ -43,7 +43,7 @@ class OpenAILoopback:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "OpenAILoopback":
+    def start(self) -> OpenAILoopback:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -99,7 +99,7 @@ class OpenAILoopback:
             server.shutdown()
             server.server_close()
 
-    def __enter__(self) -> "OpenAILoopback":
+    def __enter__(self) -> OpenAILoopback:
         return self.start()
 
     def __exit__(self, *exc) -> None:

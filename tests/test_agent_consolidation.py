@@ -11,11 +11,12 @@ import json
 import re
 
 from agent_support import RecordingGenerator, backbone
+
 from orig_local.agent.agent import Agent
 from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import SimulatedRetriever
 from orig_local.agent.untrusted import outside_blocks
+from orig_local.llm.simulated import SimulatedRetriever
 
 PROMPT = "The Quillmere Tidal Observatory at noon"
 # Round 1 finds 60 facts about the building; only round 2 (asked what is missing) finds the roof.
@@ -46,7 +47,7 @@ class _RoundAware(SimulatedRetriever):
 def _chat(knowledge_seen: list[str]):
     """The simulated backbone, except: planning asks about the roof once it is missing, the
     text filter keeps every sentence, sufficiency wants the roof, refinement records its K."""
-    from orig_local.agent.simulate import orig_responder
+    from orig_local.llm.simulated import orig_responder
 
     base = orig_responder(max_facts=12, image_queries=False)
 

@@ -5,8 +5,8 @@ runs, minus the noisy tiny backbone."""
 from __future__ import annotations
 
 import pytest
-
 from agent_support import PROMPT, RecordingGenerator, backbone, keep_only
+
 from orig_local.agent.factory import build_agent
 from orig_local.config import load_config
 

@@ -19,13 +19,13 @@ import io
 import itertools
 
 import pytest
+from agent_support import backbone
 from PIL import Image, ImageDraw
 
-from agent_support import backbone
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import SimulatedRetriever
-from orig_local.retrieval.images import dhash64, hamming
+from orig_local.imagehash import dhash64, hamming
+from orig_local.llm.simulated import SimulatedRetriever
 
 PROMPT = "Quillmere harbour buoy"
 COLOURS = [(30, 60, 160), (200, 180, 60), (40, 140, 70), (150, 40, 40), (90, 90, 90), (230, 120, 20)]
@@ -77,12 +77,12 @@ def test_the_stages_separate_these_images(tiny_clip):
     hashes = [dhash64(b) for b in BASE]
     assert min(hamming(a, b) for a, b in itertools.combinations(hashes, 2)) > 12
     for name in ("resize", "jpeg"):
-        assert all(hamming(h, dhash64(v)) <= 6 for h, v in zip(hashes, VARIANTS[name])), name
-    assert any(hamming(h, dhash64(v)) > 6 for h, v in zip(hashes, VARIANTS["crop"]))
+        assert all(hamming(h, dhash64(v)) <= 6 for h, v in zip(hashes, VARIANTS[name], strict=True)), name
+    assert any(hamming(h, dhash64(v)) > 6 for h, v in zip(hashes, VARIANTS["crop"], strict=True))
     base = tiny_clip.embed_images(BASE)
     crops = tiny_clip.embed_images(VARIANTS["crop"])
     assert max(float(base[i] @ base[j]) for i, j in itertools.combinations(range(6), 2)) < 0.985
-    assert min(float(a @ b) for a, b in zip(base, crops)) > 0.99
+    assert min(float(a @ b) for a, b in zip(base, crops, strict=True)) > 0.99
 
 
 async def test_no_near_duplicate_reaches_the_vlm_filter(tiny_clip):

@@ -5,8 +5,8 @@ result, and never hangs."""
 from __future__ import annotations
 
 import pytest
-
 from agent_support import PROMPT, RecordingGenerator, backbone, corpus, make_agent
+
 from orig_local.llm.base import ChatConnectionError
 from orig_local.llm.config import ChatConfig
 from orig_local.llm.scripted import ScriptedChatModel

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from agent_support import PROMPT, RecordingGenerator, backbone, corpus, keep_only, make_agent
 from PIL import Image
 
-from agent_support import PROMPT, RecordingGenerator, backbone, corpus, keep_only, make_agent
 from orig_local.agent.agent import OracleEvidence
 
 LOOP = ["planning", "retrieval", "accumulation", "sufficiency"]
@@ -172,7 +172,7 @@ async def test_run_many_overlaps_prompts_under_the_limit():
 
     from orig_local.llm.config import ChatConfig
     from orig_local.llm.scripted import ScriptedChatModel
-    from orig_local.agent.simulate import orig_responder
+    from orig_local.llm.simulated import orig_responder
 
     def agent():
         chat = ScriptedChatModel(ChatConfig(backend="scripted", model="s", concurrency=1000),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import yaml
-
 from agent_support import PROMPT, RecordingGenerator, make_agent
+
 from orig_local.agent.factory import arun_agent
 from orig_local.config import Config
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from agent_support import PROMPT
+
 from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase
@@ -92,7 +92,7 @@ def test_citations_of_references_not_given_are_removed():
 from orig_local.agent.stages.accumulation import ImageDecision, TextFilter  # noqa: E402
 from orig_local.agent.stages.consolidation import Consolidation  # noqa: E402
 from orig_local.agent.stages.planning import Plan, SubQuestion  # noqa: E402
-from orig_local.agent.stages.retrieval import PageSelection  # noqa: E402
+from orig_local.agent.stages.search import PageSelection  # noqa: E402
 from orig_local.agent.stages.sufficiency import Sufficiency  # noqa: E402
 
 

@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
+from agent_support import PROMPT, RecordingGenerator, backbone, make_agent
 from PIL import Image
 
-from agent_support import PROMPT, RecordingGenerator, backbone, make_agent
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, Source
 from orig_local.agent.prompting import PromptLibrary

@@ -6,8 +6,8 @@ proving that real server replies flow through the real parser into the trace."""
 from __future__ import annotations
 
 import pytest
-
 from agent_support import PROMPT, corpus
+
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
 

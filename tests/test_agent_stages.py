@@ -7,15 +7,15 @@ import shutil
 
 import jinja2
 import pytest
-
 from agent_support import PROMPT, make_agent
+
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, Source
 from orig_local.agent.prompting import PACKAGE_PROMPTS, PromptLibrary
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.extension import finalize
 from orig_local.agent.stages.refinement import Reference, RefinementResult
-from orig_local.agent.stages.text import clean_prompt, limit_words
+from orig_local.agent.text import clean_prompt, limit_words
 from orig_local.agent.trace import StageRecord, Trace
 
 REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"], "shows": "a tower",
@@ -62,8 +62,15 @@ def test_prompt_folder_for_ablations(tmp_path):
     shutil.copytree(PACKAGE_PROMPTS, folder)
     (folder / "enhance.jinja").write_text("ABLATED {{ prompt }} {{ max_words }} JSON")
     assert PromptLibrary(folder).render("enhance", prompt="p", max_words=3) == "ABLATED p 3 JSON"
+    # One policy for every role (orig_local.templates): a file left out of the copy falls back
+    # to the packaged one; a file no template is named like is an error, never ignored.
     (folder / "planning.jinja").unlink()
-    with pytest.raises(FileNotFoundError, match="planning"):
+    lib = PromptLibrary(folder)
+    assert lib.overridden() == sorted(set(PromptLibrary.required()) - {"planning"})
+    assert lib.render("planning", **VARIABLES["planning"], prompt="p") == PromptLibrary().render(
+        "planning", **VARIABLES["planning"], prompt="p")
+    (folder / "planing.jinja").write_text("typo")
+    with pytest.raises(FileNotFoundError, match="planing"):
         PromptLibrary(folder)
 
 

@@ -13,8 +13,8 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
-import _bench
-import _extraction
+import _bench  # noqa: E402 - benchmarks/ is put on the path first
+import _extraction  # noqa: E402
 
 # --------------------------------------------------------------------------- _bench
 
@@ -168,7 +168,7 @@ def test_dedup_candidates_are_what_they_claim():
     import bench_dedup
     from PIL import Image, ImageChops, ImageOps
 
-    from orig_local.retrieval.images import dhash64, hamming
+    from orig_local.imagehash import dhash64, hamming
 
     cands = {c["name"]: c for c in bench_dedup.candidates(n_distinct=4, n_varied=1)}
 

@@ -1,6 +1,6 @@
 import pytest
 
-from orig_local.config import Config, load_config, save_config
+from orig_local.config import load_config, save_config
 from orig_local.configbase import ConfigError
 
 

@@ -13,7 +13,6 @@ import io
 
 import numpy as np
 import pytest
-
 from conftest import tiny_model
 
 THRESHOLD = 0.999  # tiny random CLIP only; real CLIP uses ~0.95

@@ -6,15 +6,16 @@ import pytest
 
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import SimulatedRetriever, orig_responder
 from orig_local.config import Config
 from orig_local.evaluation.agent_adapter import make_agent_fn
 from orig_local.evaluation.data import mini_path
 from orig_local.evaluation.loaders import load_benchmark
+from orig_local.evaluation.phases.agent import run_agent_phase
+from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
 from orig_local.evaluation.rundir import read_phase
-from orig_local.evaluation.runner import run_agent_phase, run_retrieval_phase
 from orig_local.llm.config import ChatConfig
 from orig_local.llm.scripted import ScriptedChatModel
+from orig_local.llm.simulated import SimulatedRetriever, orig_responder
 
 
 def _agent(condition):

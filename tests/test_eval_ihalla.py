@@ -8,6 +8,7 @@ import pytest
 openpyxl = pytest.importorskip("openpyxl")
 
 from _eval_fakes import solid  # noqa: E402
+
 from orig_local.errors import DataError  # noqa: E402
 from orig_local.evaluation.judge import Judge  # noqa: E402
 from orig_local.evaluation.loaders import benchmark_source, load_benchmark  # noqa: E402
@@ -21,7 +22,7 @@ LETTERS = ["A", "B", "C", "D", "B"]
 
 
 def _choices(domain: str, idx: int, k: int) -> str:
-    return "\n".join(f"{l}) {domain} option {l.lower()} {idx}.{k}" for l in "ABCD")
+    return "\n".join(f"{c}) {domain} option {c.lower()} {idx}.{k}" for c in "ABCD")
 
 
 def make_release(folder, n_prompts=3, domains=("history", "science"), start=1):
@@ -56,7 +57,7 @@ def test_release_folder_loads_both_domains_with_namespaced_ids(tmp_path):
     assert h2.prompt == "A history caption number 2" and h2.category == "history"
     assert len(h2.questions) == 5 and h2.questions[0].text == "history question 2.0?"
     # the choices string is parsed into options, plus the official "None of the above" (E)
-    assert h2.questions[1].choices == [f"history option {l} 2.1" for l in "abcd"] + ["None of the above"]
+    assert h2.questions[1].choices == [f"history option {c} 2.1" for c in "abcd"] + ["None of the above"]
     assert [q.answer for q in h2.questions] == LETTERS
     assert not h2.issues
     # the repository root (data/ inside) and one spreadsheet work too

@@ -1,9 +1,8 @@
 """The judge: strict verdict parsing, labelled images, errors recorded (never defaulted)."""
 
 import pytest
-from PIL import Image
+from _eval_fakes import scripted_judge, solid
 
-from _eval_fakes import colour_reply, scripted_judge, solid
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
 from orig_local.evaluation.judge import parse_choice, parse_verdict, soft_true, statement_of
 
@@ -149,11 +148,14 @@ async def test_judge_calls_are_cached(images, tmp_path):
 @pytest.mark.timeout(600)
 def test_judge_end_to_end_through_openai_server_with_tiny_judge(tiny_judge_server, tmp_path, images):
     """Real HTTP server, real tiny VLM: red -> true, blue -> false, incl. an "image" question."""
-    from orig_local.evaluation.judge import Judge
-    from orig_local.evaluation.runner import run_generate_phase, run_judge_phase, run_agent_phase
-    from orig_local.evaluation.orchestrate import direct_agent
-    from orig_local.llm import make_chat_model
     from _eval_fakes import FakeGenerator
+
+    from orig_local.evaluation.judge import Judge
+    from orig_local.evaluation.orchestrate import direct_agent
+    from orig_local.evaluation.phases.agent import run_agent_phase
+    from orig_local.evaluation.phases.generate import run_generate_phase
+    from orig_local.evaluation.phases.judge import run_judge_phase
+    from orig_local.llm import make_chat_model
 
     red, blue = images
     items = [

@@ -2,9 +2,9 @@
 last-duplicate-key-wins, no text after a closing code fence — in every answer format."""
 
 import pytest
+from _eval_fakes import scripted_judge
 from PIL import Image
 
-from _eval_fakes import scripted_judge
 from orig_local.evaluation.items import Question
 from orig_local.evaluation.judge import parse_verdict, strict_json
 

@@ -178,7 +178,7 @@ def test_evaluation_imports_stay_light():
 
     code = ("import sys, orig_local.evaluation as e\n"
             "from orig_local.evaluation import load_benchmark, summarize\n"
-            "import orig_local.evaluation.loaders.figeval, orig_local.evaluation.judge, orig_local.evaluation.runner\n"
+            "import orig_local.evaluation.loaders.figeval, orig_local.evaluation.judge, orig_local.evaluation.orchestrate\n"
             "import orig_local.cli.eval_cmd, orig_local.cli.report_cmd\n"
             "heavy = [m for m in ('torch', 'transformers', 'diffusers', 'matplotlib', 'scipy', 'open_clip') if m in sys.modules]\n"
             "assert not heavy, heavy\n")

@@ -8,8 +8,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from _eval_fakes import FakeAgent, FakeGenerator, colour_of, make_mini_benchmark, scripted_judge
+
 from orig_local.cli import main
 from orig_local.config import Config
 from orig_local.evaluation.loaders import load_benchmark

@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from _eval_fakes import FakeAgent, FakeGenerator, make_mini_benchmark, scripted_judge
+
+from orig_local.evaluation.jsonl_store import JsonlStore, read_rows
 from orig_local.evaluation.loaders import load_benchmark
-from orig_local.evaluation.runner import run_agent_phase, run_generate_phase, run_judge_phase
-from orig_local.evaluation.store import JsonlStore, read_rows
+from orig_local.evaluation.phases.agent import run_agent_phase
+from orig_local.evaluation.phases.generate import run_generate_phase
+from orig_local.evaluation.phases.judge import run_judge_phase
 
 WORKER = Path(__file__).parent / "eval_resume_worker.py"
 N = 8

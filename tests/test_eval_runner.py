@@ -4,13 +4,13 @@ import csv
 import json
 
 import pytest
-
 from _eval_fakes import FakeAgent, FakeGenerator, colour_of, make_mini_benchmark, scripted_judge
+
 from orig_local.config import Config
 from orig_local.evaluation.loaders import load_benchmark
 from orig_local.evaluation.orchestrate import RunMismatch, run_phases
+from orig_local.evaluation.phases.common import parse_shard, select_items, shard_from_env
 from orig_local.evaluation.rundir import backbone_size, read_phase
-from orig_local.evaluation.runner import parse_shard, select_items, shard_from_env
 
 
 @pytest.fixture
@@ -212,8 +212,8 @@ def test_two_judges_compared_in_one_report(tmp_path, items):
     _run(_config(), run, items)
     cfg = _config(judge_name="contrarian")
     _run(cfg, run, items, phases=("judge",), judge=scripted_judge(reply=lambda m, s: "false"))
-    from orig_local.evaluation.report import build_report
     from orig_local.evaluation.agreement import judge_agreement
+    from orig_local.evaluation.report import build_report
 
     written = build_report([run], tmp_path / "rep", judge_name="default,contrarian", n_boot=50, gallery=False)
     table = written["accuracy"].read_text()

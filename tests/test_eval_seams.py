@@ -8,8 +8,8 @@ import argparse
 import typing
 
 import pytest
-
 from _eval_fakes import FakeAgent, FakeGenerator, make_mini_benchmark, scripted_judge
+
 from orig_local.conditions import CONDITION_NAMES, CONDITIONS, condition, standalone_conditions
 from orig_local.config import Config
 from orig_local.evaluation.loaders import load_benchmark
@@ -84,8 +84,10 @@ def test_run_phases_leaves_the_callers_config_alone(tmp_path, monkeypatch):
 def test_verdicts_and_questions_must_pair_up(tmp_path):
     """A judge returning fewer verdicts than the item has questions: a failed row, never a
     silently shortened one."""
+    from orig_local.evaluation.phases.agent import run_agent_phase
+    from orig_local.evaluation.phases.generate import run_generate_phase
+    from orig_local.evaluation.phases.judge import run_judge_phase
     from orig_local.evaluation.rundir import read_phase
-    from orig_local.evaluation.runner import run_agent_phase, run_generate_phase, run_judge_phase
 
     items = load_benchmark("jsonl", make_mini_benchmark(tmp_path / "bench", n=2))
     run = tmp_path / "run"
@@ -105,8 +107,10 @@ def test_verdicts_and_questions_must_pair_up(tmp_path):
 
 
 def test_question_level_errors_make_an_item_degraded_not_failed(tmp_path):
+    from orig_local.evaluation.phases.agent import run_agent_phase
+    from orig_local.evaluation.phases.generate import run_generate_phase
+    from orig_local.evaluation.phases.judge import run_judge_phase
     from orig_local.evaluation.rundir import read_phase
-    from orig_local.evaluation.runner import run_agent_phase, run_generate_phase, run_judge_phase
 
     items = load_benchmark("jsonl", make_mini_benchmark(tmp_path / "bench", n=2))
     run = tmp_path / "run"

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from openai_loopback import OpenAILoopback
+
 from orig_local.cli import main
 from orig_local.evaluation.data import mini_path
 from orig_local.llm.local_server import free_port
@@ -255,7 +255,7 @@ def test_corrupt_middle_line_is_moved_aside_and_the_others_kept_byte_identical(t
 
 
 def test_only_a_torn_last_line_is_cut(tmp_path):
-    from orig_local.evaluation.store import JsonlStore
+    from orig_local.evaluation.jsonl_store import JsonlStore
 
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"id": "a"}\n{"id": "b"}\n{"id": "c", "v')
@@ -269,7 +269,7 @@ def test_disk_full_names_the_file_keeps_rows_and_resume_completes(tmp_path, caps
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")
     from orig_local.errors import OrigError
-    from orig_local.evaluation.store import DiskWriteError, JsonlStore
+    from orig_local.evaluation.jsonl_store import DiskWriteError, JsonlStore
 
     jsonl = tmp_path / "full.jsonl"
     jsonl.symlink_to("/dev/full")

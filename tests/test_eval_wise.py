@@ -5,8 +5,8 @@ import shutil
 from collections import Counter
 
 import pytest
-
 from _wise_release import make_repo, rows
+
 from orig_local.errors import DataError
 from orig_local.evaluation.loaders import benchmark_options, benchmark_source, load_benchmark
 from orig_local.evaluation.rundir import read_phase

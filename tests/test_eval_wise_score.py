@@ -5,9 +5,9 @@ import json
 import math
 
 import pytest
-
 from _eval_fakes import FakeGenerator, solid
 from _wise_release import make_repo
+
 from orig_local.config import Config
 from orig_local.errors import DataError
 from orig_local.evaluation.judge import Judge
@@ -33,7 +33,7 @@ def test_legacy_weights_and_wiscore_formula():
     assert wiscore(2, 2, 2) == pytest.approx(1.0) and wiscore(0, 0, 0) == 0.0
     assert wiscore(2, 1, 0) == pytest.approx((0.7 * 2 + 0.2 * 1) / 2)
     # WISE_legacy README: FLUX.1-dev 0.48 0.58 0.62 0.42 0.51 0.35 -> Overall 0.50
-    flux = dict(zip(BAGEL, [0.48, 0.58, 0.62, 0.42, 0.51, 0.35]))
+    flux = dict(zip(BAGEL, [0.48, 0.58, 0.62, 0.42, 0.51, 0.35], strict=True))
     assert overall(flux, "wiscore") == pytest.approx(0.4 * .48 + .167 * .58 + .133 * .62 + .1 * (.42 + .51 + .35))
     assert round(overall(flux, "wiscore"), 2) == 0.50
     assert math.isnan(overall({k: v for k, v in flux.items() if k != "time"}, "wiscore"))
@@ -100,7 +100,7 @@ def repo(tmp_path_factory):
 
 
 def test_schemas_put_reasons_before_scores():
-    for schema, reasons, scores in [(WiScoreReply, 3, 3), (VerifiedReply, 1, 1)]:
+    for schema, reasons, _scores in [(WiScoreReply, 3, 3), (VerifiedReply, 1, 1)]:
         props = list(schema.model_json_schema()["properties"])
         assert all("reason" in p for p in props[:reasons]) and not any("reason" in p for p in props[reasons:])
 
@@ -114,7 +114,7 @@ def test_the_judge_sees_prompt_explanation_and_image_once(repo):
     assert wis.correct is None and wis.error is None
     assert ver.answer == {"score": 1} and ver.correct is True
     assert stm.answer is True and stm.correct is True
-    for req, schema in zip(chat.requests[:2], (WiScoreReply, VerifiedReply)):
+    for req, schema in zip(chat.requests[:2], (WiScoreReply, VerifiedReply), strict=True):
         assert req["schema"] is schema and req["temperature"] == 0.0
         text = "\n".join(m.text for m in req["messages"])
         assert text.count(item.prompt) == 1 and text.count(item.reference_text.strip()) == 1

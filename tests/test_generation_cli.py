@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from PIL import Image
-
 from conftest import tiny_model
+from PIL import Image
 
 
 def test_orig_image_with_reference(tmp_path):

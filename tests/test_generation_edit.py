@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from conftest import tiny_model
+from PIL import Image
 
 
 def gen_for(preset: str, tiny: str, **config):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import tiny_model
 
 
@@ -238,9 +237,9 @@ def test_tiny_folders_load_as_their_pipeline_class(preset):
     """The saved model_index names the class the backend expects, as a hub checkpoint does."""
     from diffusers import DiffusionPipeline
 
+    from orig_local._lazy import load_object
     from orig_local.generation import BACKENDS
     from orig_local.presets import load_preset
-    from orig_local._lazy import load_object
 
     p = load_preset(preset)
     tiny_model(p.hf_id.removeprefix("tiny:"))

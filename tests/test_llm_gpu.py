@@ -4,9 +4,9 @@ judge so it takes seconds. The real-vLLM checks are in test_llm_vllm.py (``pytes
 from __future__ import annotations
 
 import pytest
+from conftest import tiny_model
 from PIL import Image
 
-from conftest import tiny_model
 from orig_local.llm import ChatConfig, make_chat_model, user
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(900)]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import tiny_model
 from PIL import Image
 from pydantic import RootModel
 
-from conftest import tiny_model
 from orig_local.llm import ChatConfig, make_chat_model, system, user
 
 pytestmark = pytest.mark.timeout(240)

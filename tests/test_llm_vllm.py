@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import tiny_model
 from PIL import Image
 from pydantic import BaseModel, RootModel
 
-from conftest import tiny_model
 from orig_local.llm import ChatConfig, ReplyTruncatedError, make_chat_model, user
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(900)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from orig_local.retrieval.base import FetchedImage, FetchFailure, ImageFetcher, Page, PageReader
 from orig_local.retrieval.config import FetchConfig
+from orig_local.retrieval.evidence import EvidenceStore
 from orig_local.retrieval.images import ImageDecoder
 from orig_local.retrieval.retriever import Retriever
-from orig_local.retrieval.store import EvidenceStore
 from orig_local.retrieval.testserver import image_bytes
 
 

@@ -20,6 +20,7 @@ from orig_local.retrieval.testserver import LoopbackServer, respond
 ddgs = pytest.importorskip("ddgs")
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException  # noqa: E402
 
+
 def _rows(cls, items):
     """Result dicts exactly as ddgs builds them (its own result dataclasses, then asdict)."""
     from dataclasses import asdict

@@ -8,8 +8,8 @@ import pytest
 
 from orig_local.retrieval.base import FetchedImage, FetchFailure, Page
 from orig_local.retrieval.config import RetrievalConfig
+from orig_local.retrieval.evidence import EvidenceStore, SnapshotError, pack, unpack, verify
 from orig_local.retrieval.retriever import Retriever
-from orig_local.retrieval.store import EvidenceStore, SnapshotError, pack, unpack, verify
 from orig_local.retrieval.testserver import LoopbackServer, article_html, image_bytes, respond
 
 PARAS = ["The Quillon glassback beetle has translucent violet wing cases, each crossed by three thin "
@@ -62,7 +62,7 @@ async def run_once(retriever: Retriever) -> dict:
     for hit in images.hits:
         img = await retriever.fetch_image(hit.image_url, page_url=hit.page_url)
         evidence["fetched"].append(
-            (img.sha256, img.image.size, img.image.tobytes().__hash__(), img.dhash, img.page_url)
+            (img.bytes_sha256, img.image.size, img.image.tobytes().__hash__(), img.dhash, img.page_url)
             if isinstance(img, FetchedImage) else img.kind)
     return evidence
 

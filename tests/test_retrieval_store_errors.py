@@ -10,7 +10,7 @@ import pytest
 
 from orig_local.errors import OrigError
 from orig_local.retrieval.base import FetchFailure, Page
-from orig_local.retrieval.store import EvidenceStore, EvidenceWriteError, pack
+from orig_local.retrieval.evidence import EvidenceStore, EvidenceWriteError, pack
 
 needs_dev_full = pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
 

@@ -16,8 +16,16 @@ from orig_local.retrieval.httpfetch import HttpSession
 from orig_local.retrieval.images import WebImageFetcher
 from orig_local.retrieval.reader import ParseWorkers, WebPageReader
 from orig_local.retrieval.retriever import Retriever
-from orig_local.retrieval.testserver import (LoopbackServer, article_html, bomb_png, image_bytes,
-                                             redirect, respond, stall, stream)
+from orig_local.retrieval.testserver import (
+    LoopbackServer,
+    article_html,
+    bomb_png,
+    image_bytes,
+    redirect,
+    respond,
+    stall,
+    stream,
+)
 
 TIMEOUT = 1.5  # per-request bound in these tests
 SLACK = 1.5  # scheduling slack on a busy 2-core machine
@@ -272,7 +280,7 @@ async def test_normal_image_is_verified_decoded_hashed(server, fetcher):
     img = await fetcher.fetch(server.url("/img.png"), page_url="http://example.invalid/page")
     assert isinstance(img, FetchedImage), img
     assert img.image.mode == "RGB" and (img.width, img.height) == (320, 240) == img.image.size
-    assert img.sha256 == hashlib.sha256(image_bytes(320, 240, pattern=1)).hexdigest()
+    assert img.bytes_sha256 == hashlib.sha256(image_bytes(320, 240, pattern=1)).hexdigest()
     assert img.page_url == "http://example.invalid/page" and 0 <= img.dhash < 2**64
 
 
@@ -379,6 +387,6 @@ async def test_dedup_can_be_left_to_the_caller(server):
     try:
         a = await retriever.fetch_image(server.url("/img.png"), dedup=False)
         b = await retriever.fetch_image(server.url("/img-copy.png"), dedup=False)
-        assert isinstance(a, FetchedImage) and isinstance(b, FetchedImage) and a.sha256 == b.sha256
+        assert isinstance(a, FetchedImage) and isinstance(b, FetchedImage) and a.bytes_sha256 == b.bytes_sha256
     finally:
         await retriever.aclose()

@@ -13,7 +13,7 @@ from orig_local.study.commands import eval_command
 from orig_local.study.plan import load_plan, parse_plan
 from orig_local.study.schedule import build_schedule, model_loads, render_schedule
 from orig_local.study.share import agent_sources, copy_agent_rows
-from orig_local.study.status import PhaseCounts, phase_counts, row_state, status_table, study_status
+from orig_local.study.status import PhaseCounts, row_state, status_table, study_status
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = str(REPO / "orig_local" / "evaluation" / "data" / "mini.jsonl")

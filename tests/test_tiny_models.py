@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import tiny_model
+
 from orig_local.tiny import BUILDERS
 from orig_local.tiny.qwen_vl import QWEN2_5_VL_CHAT_TEMPLATE
 

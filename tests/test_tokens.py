@@ -90,7 +90,7 @@ def test_canonical_trace_messages_with_size_lookup():
     im = Image.new("RGB", (448, 448))
     msg = user("see", im)
     canonical = json.loads(json.dumps([msg.canonical()]))  # as stored in trace.json
-    sizes = {p.sha256(): (448, 448) for p in msg.images}
+    sizes = {p.png_sha256(): (448, 448) for p in msg.images}
     got = count_request(canonical, Chars(), image_size=lambda part: sizes[part["image_sha256"]])
     assert got == count_request([msg], Chars())
 

@@ -6,7 +6,6 @@ Kept light: the public names below resolve on first access, so ``import orig_loc
 
 from __future__ import annotations
 
-
 from orig_local._lazy import lazy_getattr
 
 _LAZY = {

@@ -12,9 +12,10 @@ import asyncio
 import inspect
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from orig_local.agent.budget import Budget, EstimatedTokens, TokenCounter
 from orig_local.agent.config import AgentConfig
@@ -28,11 +29,14 @@ from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
 from orig_local.agent.stages.planning import plan_queries
 from orig_local.agent.stages.refinement import Reference, RefinementResult, refine, unrefined
-from orig_local.agent.stages.retrieval import retrieve_round
+from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
-from orig_local.agent.trace import StageRecord, Trace
 from orig_local.agent.status import assess
+from orig_local.agent.trace import StageRecord, Trace
 from orig_local.llm.base import BaseChatModel, ImageRef
+
+if TYPE_CHECKING:
+    from orig_local.generation.base import Generator
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +148,7 @@ class Agent:
         chat: BaseChatModel,
         retriever: RetrieverLike | None = None,
         config: AgentConfig | None = None,
-        generator: Any = None,
+        generator: Generator | None = None,
         dedup: Deduper | None = None,
         prompts: PromptLibrary | str | Path | None = None,
         *,
@@ -306,7 +310,7 @@ class Agent:
             ctx.knowledge.add_text(line, src)
         for image in oracle.images:
             ref = ImageRef(image)
-            ctx.knowledge.add_image(ref.to_pil(), ref.sha256(), src, description="gold reference")
+            ctx.knowledge.add_image(ref.to_pil(), ref.png_sha256(), src, description="gold reference")
         limit = min(ctx.config.max_references, ctx.reference_capacity)
         images = ctx.knowledge.images[:limit]
         if len(ctx.knowledge.images) > len(images):
@@ -320,6 +324,8 @@ class Agent:
     async def _generate(self, ctx: StageContext, result: AgentResult) -> None:
         from orig_local.generation.base import GenerationRequest
 
+        generator = self.generator
+        assert generator is not None, "called only with a generator"
         if self._generate_lock is None:
             self._generate_lock = asyncio.Lock()
         refs = [v.image for v in result.references]
@@ -329,7 +335,7 @@ class Agent:
         start = time.perf_counter()
         async with self._generate_lock:
             try:
-                result.generation = await asyncio.to_thread(self.generator.generate, request)
+                result.generation = await asyncio.to_thread(generator.generate, request)
                 record.notes = list(result.generation.notes)
                 record.output = {"references_used": result.generation.references_used}
             except Exception as exc:  # a generator failure must not lose the run's prompt

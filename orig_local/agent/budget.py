@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,7 +60,7 @@ def make_token_counter(path: str | None, subfolder: str | None = None) -> TokenC
         try:
             from transformers import AutoTokenizer
 
-            kwargs = {"local_files_only": True}
+            kwargs: dict[str, Any] = {"local_files_only": True}
             if subfolder:
                 kwargs["subfolder"] = subfolder
             return TokenizerTokens(AutoTokenizer.from_pretrained(path, **kwargs), path)
@@ -84,6 +85,17 @@ class Budget:
     def available(self, fixed_text: str = "", images: int = 0) -> int:
         left = self.context_tokens - self.reply_tokens - images * self.image_tokens - self.count(fixed_text)
         return max(left, 0)
+
+    def fitting(self, lines: Sequence[str], limit: int, at_least_one: bool = False) -> int:
+        """How many of ``lines``, from the first, fit in ``limit`` tokens joined by newlines
+        (``at_least_one``: the first is kept even when it alone is over)."""
+        used = 0
+        for n, line in enumerate(lines):
+            cost = self.count(line) + 1
+            if used + cost > limit and (n or not at_least_one):
+                return n
+            used += cost
+        return len(lines)
 
 
 def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter) -> tuple[str, bool]:

@@ -10,13 +10,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from orig_local.agent.agent import Agent, AgentResult, OracleEvidence
+    from orig_local.agent.budget import TokenCounter, TokenizerTokens
+    from orig_local.agent.stages.base import Deduper, RetrieverLike
+    from orig_local.config import Config
+    from orig_local.embeddings.clip import OpenClipEmbedder
+    from orig_local.generation.base import Generator
+    from orig_local.llm.base import BaseChatModel
+    from orig_local.presets import Preset
 
 log = logging.getLogger(__name__)
 
 
-def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup=None,
-                embedder=None):
+def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = None,
+                retriever: RetrieverLike | None = None, generator: Generator | Literal[False] | None = None,
+                dedup: Deduper | Literal[False] | None = None, embedder: OpenClipEmbedder | None = None) -> Agent:
     """An Agent for ``config`` (default: the default Config). Parts not given are built:
 
     * ``chat``: :func:`orig_local.llm.make_chat_model` of ``config.backbone``;
@@ -62,7 +73,7 @@ def build_agent(config=None, *, chat=None, retriever=None, generator=None, dedup
                  context_tokens=_context_tokens(config), image_tokens=_image_tokens(config))
 
 
-def _backbone_preset(config):
+def _backbone_preset(config: Config) -> Preset | None:
     # the simulated/scripted stand-ins have no window of their own, whatever preset is named
     if not config.backbone.preset or config.backbone.backend in ("simulated", "scripted"):
         return None
@@ -74,13 +85,13 @@ def _backbone_preset(config):
         return None
 
 
-def _context_tokens(config) -> int | None:
+def _context_tokens(config: Config) -> int | None:
     """The backbone's context window: its preset's vLLM ``max_model_len``."""
     preset = _backbone_preset(config)
     return preset.serve.max_model_len if preset is not None and preset.serve else None
 
 
-def _image_tokens(config) -> int | None:
+def _image_tokens(config: Config) -> int | None:
     """Vision tokens per image: Qwen2.5-VL uses one token per 28x28 patch group, and the preset
     caps pixels per image (``mm_processor_kwargs.max_pixels``)."""
     preset = _backbone_preset(config)
@@ -88,7 +99,7 @@ def _image_tokens(config) -> int | None:
     return int(pixels) // (28 * 28) if pixels else None
 
 
-def _generator_tokens(config):
+def _generator_tokens(config: Config) -> TokenizerTokens | None:
     """The generator's own tokenizer (its ``tokenizer`` subfolder) when it loads offline, so P̂
     is bounded in the text encoder's real tokens; else None (the agent's labelled estimate)."""
     if not config.generator.preset:
@@ -100,7 +111,7 @@ def _generator_tokens(config):
     return counter if isinstance(counter, TokenizerTokens) else None
 
 
-def _backbone_tokens(config):
+def _backbone_tokens(config: Config) -> TokenCounter:
     """Count with the backbone's own tokenizer when it loads offline, else an estimate.
     The simulated/scripted stand-ins have no tokenizer."""
     from orig_local.agent.budget import EstimatedTokens, make_token_counter
@@ -111,23 +122,22 @@ def _backbone_tokens(config):
     return make_token_counter(preset.path if preset is not None else None)
 
 
-def _embedder(config, cache_dir):
+def _embedder(config: Config, cache_dir: Path | None) -> OpenClipEmbedder:
     from orig_local.embeddings.clip import OpenClipEmbedder
 
     return OpenClipEmbedder.from_config(config.embed, cache_dir=cache_dir)
 
 
-def _make_dedup(config, embedder):
+def _make_dedup(config: Config, embedder: OpenClipEmbedder | None) -> Deduper:
+    from orig_local.agent.stages.search import DHASH_MAX_DISTANCE
     from orig_local.embeddings.dedup import ImageDeduplicator
-
-    from orig_local.agent.stages.retrieval import DHASH_MAX_DISTANCE
 
     # sha256, then dHash (resized / recompressed copies, also against K), then CLIP (crops).
     return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold, dhash_max_bits=DHASH_MAX_DISTANCE)
 
 
-async def arun_agent(prompt: str, config=None, out_dir: str | Path | None = None, *, oracle=None,
-                     item: Any = None, agent=None):
+async def arun_agent(prompt: str, config: Config | None = None, out_dir: str | Path | None = None, *,
+                     oracle: OracleEvidence | None = None, item: Any = None, agent: Agent | None = None) -> AgentResult:
     """Run one prompt; with ``out_dir``, write the output folder (image, prompt.txt, references,
     trace.json, config.yaml, trace.html). ``agent``: reuse a built agent (it is not closed)."""
     from orig_local.config import Config
@@ -145,7 +155,8 @@ async def arun_agent(prompt: str, config=None, out_dir: str | Path | None = None
     return result
 
 
-def run_agent(prompt: str, config=None, out_dir: str | Path | None = None, **kwargs):
+def run_agent(prompt: str, config: Config | str | Path | None = None, out_dir: str | Path | None = None,
+              **kwargs: Any) -> AgentResult:
     """Synchronous :func:`arun_agent` (for scripts and notebooks without an event loop).
 
     ``config``: a Config, or a packaged config name / YAML path (e.g. ``"offline"``)."""

@@ -41,7 +41,7 @@ class ImageEvidence(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     id: str
-    sha256: str
+    bytes_sha256: str  # the image file's bytes as fetched (a gold reference: its PNG encoding)
     url: str | None = None
     page_url: str | None = None
     width: int = 0
@@ -77,22 +77,22 @@ class KnowledgeBase:
         self.texts.append(item)
         return item
 
-    def add_image(self, image: Any, sha256: str, source: Source, *, url: str | None = None,
+    def add_image(self, image: Any, bytes_sha256: str, source: Source, *, url: str | None = None,
                   page_url: str | None = None, description: str = "") -> ImageEvidence | None:
         """Add one image; the same bytes twice are ignored and return None."""
-        if sha256 in self._seen_images:
+        if bytes_sha256 in self._seen_images:
             return None
-        self._seen_images.add(sha256)
+        self._seen_images.add(bytes_sha256)
         w, h = getattr(image, "size", (0, 0))
         item = ImageEvidence(
-            id=f"V{len(self.images) + 1}", sha256=sha256, url=url, page_url=page_url, width=w,
+            id=f"V{len(self.images) + 1}", bytes_sha256=bytes_sha256, url=url, page_url=page_url, width=w,
             height=h, description=description, source=source, image=image,
         )
         self.images.append(item)
         return item
 
-    def has_image(self, sha256: str) -> bool:
-        return sha256 in self._seen_images
+    def has_image(self, bytes_sha256: str) -> bool:
+        return bytes_sha256 in self._seen_images
 
     def text_by_id(self, eid: str) -> TextEvidence | None:
         return next((t for t in self.texts if t.id == eid), None)

@@ -66,11 +66,10 @@ def safe_url(url: str | None) -> str:
 
 
 def render_html(result, data: dict | None = None) -> str:
-    import jinja2
+    from orig_local.templates import environment
 
     data = data or result.to_json()
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = environment(TEMPLATES, autoescape=True)
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=1, ensure_ascii=False)
     env.filters["safe_url"] = safe_url
     thumbs = {v.id: thumbnail(v.image) for v in result.knowledge.images if v.image is not None}

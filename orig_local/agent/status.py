@@ -14,10 +14,10 @@ from orig_local.conditions import condition
 from orig_local.llm.base import is_transport_error
 
 if TYPE_CHECKING:
-    from orig_local.agent.agent import AgentResult
+    from orig_local.agent.agent import AgentResult, Status
 
 
-def assess(result: "AgentResult") -> "AgentResult":
+def assess(result: AgentResult) -> AgentResult:
     """Set ``status``/``failure``/``transport_failure`` from the run's error, stop reason and trace.
 
     failed: the run was cut short; a backbone request got no reply for a transport/server reason
@@ -32,7 +32,8 @@ def assess(result: "AgentResult") -> "AgentResult":
     def first(records) -> str:
         return f"{records[0].stage}/{records[0].step}: {records[0].error}"[:500]
 
-    status, failure = "ok", None
+    status: Status = "ok"
+    failure: str | None = None
     if result.error:
         status, failure = "failed", result.error
     elif transport:

@@ -69,9 +69,10 @@ def looks_like_instruction(text: str) -> bool:
 
 def drop_instructions(text: str) -> tuple[str, list[str]]:
     """``text`` without the sentences that look like instructions; returns (kept, dropped)."""
-    lines, dropped = [], []
+    lines: list[str] = []
+    dropped: list[str] = []
     for line in text.split("\n"):  # line structure (headings, paragraphs) is kept
-        kept = []
+        kept: list[str] = []
         for sentence in _SENTENCES.split(line):
             if sentence.strip():
                 (dropped if looks_like_instruction(sentence) else kept).append(sentence.strip())

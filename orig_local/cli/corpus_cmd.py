@@ -51,6 +51,6 @@ def run(args: argparse.Namespace) -> int:
     clip = index.clip_embeddings()
     where = index.dir if index.dir is not None else "(memory only: no writable place to save)"
     print(f"corpus {corpus.root}: {len(corpus.docs)} documents, {len(corpus.images)} images; "
-          f"CLIP {'%d x %d' % clip.shape if clip is not None else 'off'}; index {where}; "
+          f"CLIP {f'{clip.shape[0]} x {clip.shape[1]}' if clip is not None else 'off'}; index {where}; "
           f"{time.monotonic() - start:.1f} s")
     return 0

@@ -157,7 +157,7 @@ def run(args) -> int:
     from orig_local.errors import UsageError
     from orig_local.evaluation.orchestrate import run_phases
     from orig_local.evaluation.phases import default_phases
-    from orig_local.evaluation.runner import parse_shard, select_items
+    from orig_local.evaluation.phases.common import parse_shard, select_items
 
     config = apply_flags(config_from_args(args), args)
     adopt_run_meta(config, args, Path(args.out))

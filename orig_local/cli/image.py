@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from orig_local.cli import config_from_args
-    from orig_local.errors import OrigError
     from orig_local.configbase import ConfigError
+    from orig_local.errors import OrigError
     from orig_local.generation import GenerationRequest, make_generator
 
     config = config_from_args(args)

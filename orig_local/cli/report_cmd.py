@@ -74,8 +74,8 @@ def run(args) -> int:
     from pathlib import Path
 
     from orig_local.evaluation.report import build_report
-    from orig_local.labels import SIMULATED, TINY
     from orig_local.evaluation.rundir import check_run_dir
+    from orig_local.labels import SIMULATED, TINY
 
     for run_dir in args.runs:  # a missing or empty folder: exit 2, and no report folder created
         check_run_dir(run_dir)

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from orig_local.retrieval.store import SnapshotError, pack, unpack, verify
+    from orig_local.retrieval.evidence import SnapshotError, pack, unpack, verify
 
     try:
         if args.action == "pack":

@@ -11,7 +11,6 @@ quantization was measured too: slower than bf16, and torch deprecates its quanti
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -19,19 +18,12 @@ from typing import Any, Literal
 import numpy as np
 
 from orig_local.embeddings.config import EmbedConfig
+from orig_local.imagehash import pixels_sha256
 
 log = logging.getLogger(__name__)
 
 Precision = Literal["fp32", "bf16"]
 PRECISIONS = ("fp32", "bf16")
-
-
-def image_sha256(image) -> str:
-    """Content hash of a PIL image's pixels + size + mode (format-independent)."""
-    h = hashlib.sha256()
-    h.update(f"{image.mode}:{image.size}".encode())
-    h.update(image.tobytes())
-    return h.hexdigest()
 
 
 def pick_device(device: str) -> str:
@@ -162,7 +154,7 @@ class OpenClipEmbedder:
 
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         """(n, d) float32, rows L2-normalised. Cached by content hash."""
-        keys = [image_sha256(im) for im in images]
+        keys = [pixels_sha256(im) for im in images]
         out: list[np.ndarray | None] = [self._lookup(k) for k in keys]
         todo = [i for i, v in enumerate(out) if v is None]
         for start in range(0, len(todo), self.batch_size):
@@ -174,7 +166,7 @@ class OpenClipEmbedder:
                 feats = self.model.encode_image(batch).float()
             feats = self.torch.nn.functional.normalize(feats, dim=-1).cpu().numpy().astype(np.float32)
             self.images_embedded += len(idx)
-            for i, vec in zip(idx, feats):
+            for i, vec in zip(idx, feats, strict=True):
                 out[i] = vec
                 self._store(keys[i], vec)
         if not images:

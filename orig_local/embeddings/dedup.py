@@ -2,7 +2,7 @@
 
 Three stages, cheapest first, so the VLM is never asked to compare pairs of pictures:
 
-1. exact copies (same pixels, :func:`~orig_local.embeddings.clip.image_sha256`) - no embedding;
+1. exact copies (same pixels, :func:`~orig_local.imagehash.pixels_sha256`) - no embedding;
 2. optional perceptual copies: 64-bit dHash within ``dhash_max_bits`` (resized/recompressed
    copies; not crops) - no embedding;
 3. near-duplicates: open_clip image embeddings (batched, cached by content hash) with cosine
@@ -17,12 +17,13 @@ is returned with its reason, so the agent's trace can say why an image disappear
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
 
-from orig_local.embeddings.clip import image_sha256
+from orig_local.imagehash import pixels_sha256
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class ImageDeduplicator:
     def dedup(self, images: Sequence[Any], existing: Sequence[Any] = ()) -> DedupResult:
         images, existing = list(images), list(existing)
         n = len(images)
-        hashes = [image_sha256(im) for im in images]
+        hashes = [pixels_sha256(im) for im in images]
         decisions = [DedupDecision(index=i, kept=True, reason="unique", width=im.width, height=im.height,
                                    sha256=hashes[i]) for i, im in enumerate(images)]
         # Visit candidates best first; a candidate is compared with the representatives so far.
@@ -92,7 +93,7 @@ class ImageDeduplicator:
         # 1. exact copies
         existing_hash = {}
         for j, im in enumerate(existing):
-            existing_hash.setdefault(image_sha256(im), j)
+            existing_hash.setdefault(pixels_sha256(im), j)
         first_with_hash: dict[str, int] = {}
         for i in order:
             if hashes[i] in existing_hash:
@@ -105,7 +106,7 @@ class ImageDeduplicator:
 
         # 2. perceptual copies (dHash), still without embedding anything
         if self.dhash_max_bits is not None and alive:
-            from orig_local.retrieval.images import dhash64, hamming
+            from orig_local.imagehash import dhash64, hamming
 
             reps = [(j, True, dhash64(im)) for j, im in enumerate(existing)]
             for i in alive:
@@ -125,7 +126,7 @@ class ImageDeduplicator:
             ex_vecs, cand_vecs = vectors[: len(existing)], vectors[len(existing):]
             rep_vecs: list[np.ndarray] = list(ex_vecs)
             rep_ids: list[tuple[int, bool]] = [(j, True) for j in range(len(existing))]
-            for vec, i in zip(cand_vecs, alive):
+            for vec, i in zip(cand_vecs, alive, strict=True):
                 if rep_vecs:
                     sims = np.stack(rep_vecs) @ vec
                     best = int(np.argmax(sims))

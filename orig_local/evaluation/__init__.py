@@ -3,7 +3,6 @@ resumable runs and reports. Attributes are resolved lazily so importing this sta
 
 from __future__ import annotations
 
-
 from orig_local._lazy import lazy_getattr
 
 _LAZY = {
@@ -17,7 +16,7 @@ _LAZY = {
     "parse_verdict": "orig_local.evaluation.judge:parse_verdict",
     "load_run": "orig_local.evaluation.results:load_run",
     "run_phases": "orig_local.evaluation.orchestrate:run_phases",
-    "AgentOutput": "orig_local.evaluation.runner:AgentOutput",
+    "AgentOutput": "orig_local.evaluation.phases.common:AgentOutput",
     "merge_runs": "orig_local.evaluation.merge:merge_runs",
     "human_agreement": "orig_local.evaluation.agreement:human_agreement",
     "build_report": "orig_local.evaluation.report:build_report",

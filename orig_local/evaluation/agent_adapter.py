@@ -8,11 +8,19 @@ per-stage totals from the trace (cost tables) and the full result JSON as the tr
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
 from orig_local.evaluation.items import BenchmarkItem
-from orig_local.evaluation.runner import AgentOutput
+from orig_local.evaluation.phases.common import AgentOutput
+
+if TYPE_CHECKING:
+    from orig_local.agent.agent import Agent, AgentResult, OracleEvidence
+    from orig_local.config import Config
 
 
-def oracle_evidence(item: BenchmarkItem, benchmark: str = "figeval"):
+
+def oracle_evidence(item: BenchmarkItem, benchmark: str = "figeval") -> OracleEvidence:
     """The item's gold references in the agent's Oracle form."""
     from orig_local.agent.agent import OracleEvidence
 
@@ -22,7 +30,7 @@ def oracle_evidence(item: BenchmarkItem, benchmark: str = "figeval"):
                           source=f"{benchmark}:{item.id}")
 
 
-def to_output(result) -> AgentOutput:
+def to_output(result: AgentResult) -> AgentOutput:
     """An :class:`orig_local.agent.AgentResult` as the runner's AgentOutput."""
     data = result.to_json()
     kb = result.knowledge
@@ -44,7 +52,8 @@ def to_output(result) -> AgentOutput:
     )
 
 
-def make_agent_fn(config, agent=None):
+def make_agent_fn(config: Config, agent: Agent | None = None
+                  ) -> tuple[Callable[[BenchmarkItem], Awaitable[AgentOutput]], Callable[[], Awaitable[None]]]:
     """(async agent callable, async closer) for ``config.agent.condition``."""
     from orig_local.agent.factory import build_agent
 

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from orig_local.errors import DataError
 
-
 TRUE = {"true", "1", "yes", "t", "y"}
 FALSE = {"false", "0", "no", "f", "n"}
 
@@ -100,7 +99,7 @@ def cohen_kappa(a: list[bool], b: list[bool]) -> float:
     n = len(a)
     if not n:
         return math.nan
-    po = sum(x == y for x, y in zip(a, b)) / n
+    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
     pa, pb = sum(a) / n, sum(b) / n
     pe = pa * pb + (1 - pa) * (1 - pb)
     return 1.0 if pe == 1 else (po - pe) / (1 - pe)
@@ -116,7 +115,7 @@ def agreement(judge: dict, human: dict, expected: dict, classes: dict) -> dict:
     out: dict = {
         "items": len(keys),
         "human_only": len(set(human) - set(judge)),  # no usable judge answer (missing or error)
-        "accuracy": (sum(x == y for x, y in zip(j, h)) / len(keys)) if keys else math.nan,
+        "accuracy": (sum(x == y for x, y in zip(j, h, strict=True)) / len(keys)) if keys else math.nan,
         "cohen_kappa": cohen_kappa(j, h),
     }
     per_prompt: dict[str, list[tuple[bool, bool]]] = defaultdict(list)

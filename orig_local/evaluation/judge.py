@@ -12,7 +12,7 @@
 * Temperature 0 (cached by the chat layer); raw replies kept; optional soft score P(true) from
   the first token's top logprobs when the server returns them.
 
-Instruction templates live in ``templates/judge_*.jinja`` (or a copy under ``prompts_dir``).
+Instruction templates live in ``templates/judge_*.jinja`` (a file of the same name in ``prompts_dir`` overrides it).
 """
 
 from __future__ import annotations
@@ -22,14 +22,19 @@ import json
 import math
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, RootModel, StrictBool, create_model
+from pydantic import BaseModel, RootModel, StrictBool
 
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
 from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
+
+if TYPE_CHECKING:
+    from orig_local.config import Config
+    from orig_local.llm.base import BaseChatModel
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 AnswerFormat = Literal["bool", "object", "text"]
@@ -180,13 +185,12 @@ def statement_of(question_text: str) -> str:
 # --------------------------------------------------------------------------- templates
 
 
-def _env(templates_dir: Path | None):
-    import jinja2
+def _templates(templates_dir: Path | None):
+    """The judges' templates, ``prompts_dir`` over the packaged ones (orig_local.templates). They
+    are written without block trimming; their rendered text stays exactly as before."""
+    from orig_local.templates import PromptTemplates
 
-    dirs = [str(templates_dir)] if templates_dir else []
-    dirs.append(str(TEMPLATES_DIR))  # a prompts_dir copy may override only some files
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=False, autoescape=False)
+    return PromptTemplates(TEMPLATES_DIR, templates_dir, trim_blocks=False)
 
 
 # --------------------------------------------------------------------------- the judge
@@ -198,7 +202,7 @@ class Judge:
     ``chat`` is any :class:`orig_local.llm.BaseChatModel` (openai / transformers / scripted).
     """
 
-    def __init__(self, chat, answer_format: AnswerFormat = "bool", logprobs: int = 0,
+    def __init__(self, chat: BaseChatModel, answer_format: AnswerFormat = "bool", logprobs: int = 0,
                  reference_text: bool = True, templates_dir: str | Path | None = None,
                  name: str | None = None, max_tokens: int | None = None):
         self.chat = chat
@@ -207,10 +211,10 @@ class Judge:
         self.reference_text = reference_text
         self.name = name or getattr(chat, "model_name", "judge")
         self.max_tokens = max_tokens
-        self._env = _env(Path(templates_dir) if templates_dir else None)
+        self._templates = _templates(Path(templates_dir) if templates_dir else None)
 
     @classmethod
-    def from_config(cls, config, chat=None) -> "Judge":
+    def from_config(cls, config: Config, chat: BaseChatModel | None = None) -> Judge:
         """Build from the root Config (``judge:`` chat section + ``eval:`` judge options)."""
         if chat is None:
             from orig_local.llm import make_chat_model
@@ -226,7 +230,7 @@ class Judge:
         await self.chat.aclose()
 
     def render(self, name: str, **values) -> str:
-        return self._env.get_template(name).render(**values).strip()
+        return self._templates.render(name, **values)
 
     def _schema(self, question: Question | None):
         if question is not None and question.is_choice:
@@ -291,7 +295,7 @@ class Judge:
             verdict.error = f"reference image missing: {question.reference_image}"
             return verdict
         letters = string.ascii_uppercase[: len(question.choices)] if question.is_choice else None
-        choices = list(zip(letters, question.choices)) if letters else None
+        choices = list(zip(letters, question.choices, strict=True)) if letters else None
         sys_text = self.render("judge_system.jinja", choices=choices, answer_format=self.answer_format)
         text = self.render("judge_question.jinja", statement=statement_of(question.text),
                            reference_text=reference_text.strip() if self.reference_text else "",

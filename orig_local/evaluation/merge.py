@@ -13,8 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
+from orig_local.evaluation.jsonl_store import JsonlStore, read_rows, write_rows_atomic
 from orig_local.evaluation.phases import PHASE_NAMES
-from orig_local.evaluation.store import JsonlStore, read_rows, write_rows_atomic
 
 log = logging.getLogger(__name__)
 

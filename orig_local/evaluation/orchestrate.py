@@ -7,21 +7,24 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
+from orig_local.evaluation.phases.agent import run_agent_phase
+from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from_env
+from orig_local.evaluation.phases.generate import run_generate_phase
+from orig_local.evaluation.phases.judge import run_judge_phase
+from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
 from orig_local.evaluation.rundir import backbone_size, hold_run, read_meta, write_meta_file
-from orig_local.evaluation.runner import (
-    AgentOutput,
-    run_agent_phase,
-    run_generate_phase,
-    run_judge_phase,
-    run_retrieval_phase,
-    shard_from_env,
-)
+
+if TYPE_CHECKING:
+    from orig_local.config import Config
+    from orig_local.evaluation.judge import Judge
+    from orig_local.generation.base import Generator
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ def direct_agent(item: BenchmarkItem) -> AgentOutput:
     return AgentOutput(final_prompt=item.prompt, stop_reason="direct")
 
 
-def build_agent_fn(config):
+def build_agent_fn(config: Config) -> tuple[AgentFn, Callable[[], Awaitable[None]] | None]:
     """The agent callable for ``config.agent.condition``."""
     if not config.agent.spec.uses_backbone:
         return direct_agent, None
@@ -68,7 +71,7 @@ def build_agent_fn(config):
     return make_agent_fn(config)
 
 
-def build_generator(config):
+def build_generator(config: Config) -> Generator:
     if not (config.generator.preset or config.generator.model):
         raise ValueError("no generator preset: pass --generator <preset> or set generator.preset")
     from orig_local.generation import make_generator
@@ -76,7 +79,7 @@ def build_generator(config):
     return make_generator(config.generator, progress=config.progress)
 
 
-def build_judge(config):
+def build_judge(config: Config) -> Judge:
     from orig_local.evaluation.judge import Judge
 
     return Judge.from_config(config)
@@ -111,7 +114,7 @@ def _check_same_run(run_dir: Path, old: dict, meta: dict) -> None:
             f"{now['sha256'][:12]})", hint="use another --out, or the data the run was started with")
 
 
-def run_meta(config, run_dir: Path, extra: dict | None = None) -> dict:
+def run_meta(config: Config, run_dir: Path, extra: dict | None = None) -> dict:
     """This invocation's run.json fields (nothing is written)."""
     spec = config.agent.spec
     backbone = (config.backbone.preset or config.backbone.model) if spec.uses_backbone else None
@@ -130,12 +133,12 @@ def run_meta(config, run_dir: Path, extra: dict | None = None) -> dict:
     return meta
 
 
-def check_meta(config, run_dir: Path, extra: dict | None = None) -> None:
+def check_meta(config: Config, run_dir: Path, extra: dict | None = None) -> None:
     """Refuse (RunMismatch) a run folder holding another benchmark/condition/model/data."""
     _check_same_run(Path(run_dir), read_meta(run_dir), run_meta(config, run_dir, extra))
 
 
-def write_meta(run_dir: Path, config, extra: dict | None = None) -> dict:
+def write_meta(run_dir: Path, config: Config, extra: dict | None = None) -> dict:
     """Record what this run is; refuse to mix a different benchmark/condition/data into it.
     Fields already recorded keep their first value (``data`` too: a rerun from a moved copy of
     the same data does not rewrite where the run came from)."""
@@ -210,9 +213,10 @@ RUNNERS: dict[str, Callable[[dict], Any]] = {
 assert set(RUNNERS) == set(PHASE_NAMES), "every phase in orig_local.evaluation.phases.PHASES has a runner"
 
 
-def run_phases(config, run_dir: str | Path, items: Sequence[BenchmarkItem],
+def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkItem],
                phases: Sequence[str] = PHASE_NAMES[:3], *,  # agent, generate, judge
-               shard: tuple[int, int] | None = None, agent=None, generator=None, judge=None,
+               shard: tuple[int, int] | None = None, agent: AgentFn | None = None,
+               generator: Generator | None = None, judge: Judge | None = None,
                retry_errors: bool = False, retry_degraded: bool = False,
                data_identity: dict | None = None, preflight: bool = True) -> list:
     """Run ``phases`` in order over ``items`` (filtered, not yet sharded). ``shard=(i, n)``

@@ -12,7 +12,8 @@ The server's description of the model (``/v1/models`` entry) is returned for pro
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from orig_local.errors import PreflightError
 

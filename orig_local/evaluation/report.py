@@ -26,11 +26,10 @@ by side unless ``allow_mixed_judges``.
 from __future__ import annotations
 
 import csv
-import html
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from orig_local.errors import UsageError
 from orig_local.evaluation.items import CLASS_ABBREV, CONCEPTS
@@ -133,7 +132,7 @@ def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int) -> str:
     cols, rows = accuracy_table(runs, n_boot, ci, seed)
     head = ["run"] + [CLASS_ABBREV.get(c, c) for c in cols] + ["prompts", "judge errors", "notes"]
     md_rows, csv_rows = [], []
-    for run, r in zip(runs, rows):
+    for run, r in zip(runs, rows, strict=True):
         cells = r["cells"]
         fmt = [(_pct(v) + (f" ({_pct(lo)}–{_pct(hi)})" if n_boot and not math.isnan(lo) else "")) for v, lo, hi in
                (cells[c] for c in cols)]
@@ -233,7 +232,7 @@ def write_status(runs, out: Path) -> str:
     md_rows, csv_rows = [], []
     for run in runs:
         st = run.status
-        tri = lambda ph: "/".join(str(st.get(ph, {}).get(k, 0)) for k in ("ok", "degraded", "failed"))  # noqa: E731
+        tri = lambda ph, st=st: "/".join(str(st.get(ph, {}).get(k, 0)) for k in ("ok", "degraded", "failed"))  # noqa: E731
         gen = st.get("generate", {})
         stops = ", ".join(f"{k} {v}" for k, v in sorted(run.stop_reasons.items(), key=lambda kv: -kv[1])) or "–"
         c = run.counts
@@ -461,7 +460,7 @@ def write_gallery(run: RunResults, path: Path, media: Path | None = None) -> Pat
     import hashlib
     import shutil
 
-    import jinja2
+    from orig_local.templates import environment
 
     path.parent.mkdir(parents=True, exist_ok=True)
     media = media or path.parent.parent / "media" / _slug(run.label)
@@ -527,8 +526,7 @@ def write_gallery(run: RunResults, path: Path, media: Path | None = None) -> Pat
             "retrieval": _number(run.retrieval_rows.get(pid, {}).get("accuracy")),
         })
     has_p_true = any(v["p_true"] is not None for e in entries for v in e["verdicts"])
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env = environment(Path(__file__).parent / "templates", autoescape=True, trim_blocks=False)
     meta = {k: v for k, v in run.meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
     page = env.get_template("gallery.html.jinja").render(
         label=run.label, meta=meta, entries=entries, counts=run.counts, pct=_pct, labels=run.labels,
@@ -708,4 +706,4 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
-__all__ = ["build_report", "accuracy_table", "write_gallery", "html"]
+__all__ = ["accuracy_table", "build_report", "write_gallery"]

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orig_local.errors import DataError
+from orig_local.evaluation.jsonl_store import read_rows
 from orig_local.evaluation.rundir import phase_file, run_label, shard_files
 from orig_local.evaluation.scoring import PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
-from orig_local.evaluation.store import read_rows
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
 
 def _read_rows_capturing(path: Path, warnings: list[str] | None) -> list:
     """``store.read_rows``, with any warning it logs (e.g. corrupt-line counts) kept for the report."""
-    store_log = logging.getLogger("orig_local.evaluation.store")
+    store_log = logging.getLogger("orig_local.evaluation.jsonl_store")
     captured: list[str] = []
 
     class _Keep(logging.Handler):
@@ -228,8 +228,8 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     """Scores of one run from its JSONL. ``errors``: how unparseable verdicts count (see
     scoring). ``data``/``benchmark`` override where the benchmark is read from (default: what
     run.json names); ``items`` passes it ready-loaded (id -> BenchmarkItem)."""
-    from orig_local.evaluation.loaders.figeval import normalize_class
     from orig_local.evaluation.items import FIGEVAL_CLASSES
+    from orig_local.evaluation.loaders.figeval import normalize_class
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

@@ -22,14 +22,14 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from orig_local.errors import DataError, PreflightError
+from orig_local.evaluation.jsonl_store import read_rows, scan_rows
 from orig_local.evaluation.phases import PHASE_NAMES
 from orig_local.evaluation.phases import PHASES as PHASE_SPECS
-from orig_local.evaluation.store import read_rows, scan_rows
 
 log = logging.getLogger(__name__)
 

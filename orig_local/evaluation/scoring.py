@@ -22,8 +22,9 @@ one of the benchmark's questions or given for a question the item does not have 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 

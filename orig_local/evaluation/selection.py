@@ -5,7 +5,7 @@ Class names are compared after normalisation (``sport`` = ``sports``)."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from orig_local.errors import UsageError
 
@@ -43,7 +43,7 @@ def check_selection(items: Sequence, ids: Sequence[str] | None = None,
     if not classes:
         return None
     wanted = [normalize(c) for c in classes]
-    unknown = [c for c, w in zip(classes, wanted) if w not in known_classes]
+    unknown = [c for c, w in zip(classes, wanted, strict=True) if w not in known_classes]
     if unknown:
         raise UsageError(f"unknown class(es) {', '.join(unknown)}", hint=f"valid classes: {_listing(known_classes)}")
     return wanted

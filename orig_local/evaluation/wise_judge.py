@@ -13,12 +13,15 @@ schema after the chat layer's bounded retries is an error on the verdict, never 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from orig_local.evaluation.items import Question
 from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
+
+if TYPE_CHECKING:
+    from orig_local.evaluation.judge import Judge
 
 
 class WiScoreReply(BaseModel):
@@ -53,7 +56,7 @@ RUBRICS: dict[str, tuple[type[BaseModel], str]] = {
 }
 
 
-async def judge_rubric(judge, question: Question, image: Any, explanation: str):
+async def judge_rubric(judge: Judge, question: Question, image: Any, explanation: str):
     """Score ``image`` for ``question`` (its text is the WISE prompt) with the rubric it names.
 
     Returns a :class:`~orig_local.evaluation.judge.Verdict`: ``answer`` holds the grades

@@ -20,9 +20,10 @@ were scored. The authors' calculators refuse an incomplete result file outright.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 from orig_local.errors import DataError
 from orig_local.evaluation.loaders.wise import CATEGORIES

@@ -50,4 +50,4 @@ def generator_capacity(config: GeneratorConfig) -> tuple[int, int] | None:
     return cls.capacity(preset, config)
 
 
-__all__ = ["BACKENDS", "generator_capacity", "GenerationRequest", "GenerationResult", "Generator", "GeneratorConfig", "make_generator"]
+__all__ = ["BACKENDS", "GenerationRequest", "GenerationResult", "Generator", "GeneratorConfig", "generator_capacity", "make_generator"]

@@ -13,7 +13,8 @@ import logging
 import os
 import threading
 import time
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from orig_local.configbase import ConfigError
 from orig_local.errors import MissingDependency, UsageError

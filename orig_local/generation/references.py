@@ -9,8 +9,9 @@ trace records exactly which references reached the model.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 # Collage parts are scaled to a common height no larger than this (the pipelines resize again).
 COLLAGE_MAX_HEIGHT = 1024

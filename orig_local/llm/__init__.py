@@ -29,7 +29,7 @@ BACKENDS = {
     "transformers": "orig_local.llm.transformers_backend:TransformersChatModel",
     "scripted": "orig_local.llm.scripted:ScriptedChatModel",
     # answers every ORIG agent stage from the evidence in the request (demos, dry runs)
-    "simulated": "orig_local.agent.simulate:SimulatedBackbone",
+    "simulated": "orig_local.llm.simulated:SimulatedBackbone",
 }
 
 

@@ -13,9 +13,10 @@ import io
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 class ImageRef:
     """An image inside a chat message: a PIL image, a file path or encoded bytes.
 
-    Decoding is lazy; :meth:`sha256` hashes the canonical PNG bytes so the same picture from
+    Decoding is lazy; :meth:`png_sha256` hashes the canonical PNG bytes so the same picture from
     a path or from memory gives the same cache key.
     """
 
@@ -39,7 +40,7 @@ class ImageRef:
             source, label = source.source, label or source.label
         if isinstance(source, str):
             source = Path(source)
-        self.source = source
+        self.source: Any = source
         self.label = label
         self._png: bytes | None = None
 
@@ -61,7 +62,7 @@ class ImageRef:
             self._png = buf.getvalue()
         return self._png
 
-    def sha256(self) -> str:
+    def png_sha256(self) -> str:
         return hashlib.sha256(self.png_bytes()).hexdigest()
 
     def __repr__(self) -> str:
@@ -97,7 +98,7 @@ class Message:
         """JSON-able form with images replaced by their content hash (cache keys, traces)."""
         return {
             "role": self.role,
-            "parts": [p if isinstance(p, str) else {"image_sha256": p.sha256()} for p in self.parts],
+            "parts": [p if isinstance(p, str) else {"image_sha256": p.png_sha256()} for p in self.parts],
         }
 
 
@@ -121,7 +122,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
@@ -271,7 +272,7 @@ class BaseChatModel:
 
     backend = "base"
 
-    def __init__(self, config: ChatConfig, cache: "Any | None" = None):
+    def __init__(self, config: ChatConfig, cache: Any | None = None):
         self.config = config
         self.cache = cache  # orig_local.cache.DiskCache or None
         self._semaphore: asyncio.Semaphore | None = None
@@ -350,7 +351,7 @@ class BaseChatModel:
         max_tokens = max_tokens or self.config.max_tokens
         use_cache = self.cache is not None and self.config.cache and temperature == 0.0
         key = self.cache_key(messages, schema, temperature, max_tokens, logprobs) if use_cache else None
-        if key is not None:
+        if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 return self._from_cache(hit, schema)
@@ -385,6 +386,7 @@ class BaseChatModel:
                     # retry shows the model its reply and the validation error instead.
                     convo = list(messages) + [assistant(completion.text), user(RETRY_NOTE.format(error=error))]
             else:
+                assert schema is not None  # without a schema the first reply is taken
                 if completion.finish_reason == "length":
                     raise ReplyTruncatedError(schema.__name__, invalid, errors, usage, max_tokens)
                 raise StructuredOutputError(schema.__name__, invalid, errors, usage)
@@ -397,7 +399,7 @@ class BaseChatModel:
         )
         if reply.truncated:
             log.info("%s: reply cut at max_tokens=%d (finish_reason=length)", self.model_name, max_tokens)
-        if key is not None:
+        if key is not None and self.cache is not None:
             self.cache.set(key, {
                 "text": reply.text, "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens, "attempts": reply.attempts,

@@ -22,8 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from orig_local.errors import OrigError
 
@@ -89,7 +89,7 @@ class ServerProcess:
         except OSError:
             return ""
 
-    def start(self) -> "ServerProcess":
+    def start(self) -> ServerProcess:
         log.info("starting server: %s", " ".join(self.command))
         with open(self.log_path, "ab") as out:
             # Own session: stop() can signal the server and any workers it forks, and only them.
@@ -108,6 +108,7 @@ class ServerProcess:
     def wait_healthy(self) -> None:
         import httpx
 
+        assert self.process is not None, "start() first"
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -132,7 +133,7 @@ class ServerProcess:
         if proc is not None:
             stop_process_group(proc, ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)))
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self.start()
 
     def __exit__(self, *exc) -> None:

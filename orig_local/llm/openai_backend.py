@@ -67,7 +67,7 @@ def message_to_openai(message: Message) -> dict[str, Any]:
     """One :class:`Message` in OpenAI chat format (text-only turns as a plain string)."""
     if not message.images:
         return {"role": message.role, "content": message.text}
-    content = []
+    content: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, str):
             content.append({"type": "text", "text": part})

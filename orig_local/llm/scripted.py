@@ -8,15 +8,15 @@ according to what it was asked. Every request is recorded in ``self.requests``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence, Union
 
 import yaml
 
 from orig_local.llm.base import BaseChatModel, Completion, Message, Usage
 from orig_local.llm.config import ChatConfig
 
-Reply = Union[str, Callable[[list[Message], object], str]]
+Reply = str | Callable[[list[Message], object], str]
 
 
 class ScriptExhausted(RuntimeError):

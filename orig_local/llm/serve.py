@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from orig_local.errors import OrigError
-
 from orig_local.llm.local_server import ServerProcess
 from orig_local.presets import Preset, ServeSpec, load_preset
 

@@ -199,5 +199,5 @@ def _cap_pixels(processor, max_pixels: int) -> None:
     if size is None or "longest_edge" not in size:
         raise ChatError(f"max_pixels is set but {type(image_processor).__name__} has no pixel cap to set")
     size["longest_edge"] = max_pixels
-    if hasattr(image_processor, "max_pixels"):
+    if image_processor is not None and hasattr(image_processor, "max_pixels"):
         image_processor.max_pixels = max_pixels

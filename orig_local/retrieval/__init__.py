@@ -6,7 +6,12 @@ are picked by name from :data:`BACKENDS` (module imported only when built).
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orig_local.retrieval.base import SearchBackend
+    from orig_local.retrieval.config import RetrievalConfig
 
 # name -> "module:Class"; a new backend is a new file in backends/ plus one line here.
 BACKENDS = {
@@ -18,7 +23,8 @@ BACKENDS = {
 }
 
 
-def make_backend(name: str, config: Any, cache_dir: Any = None, embedder: Any = None):
+def make_backend(name: str, config: RetrievalConfig, cache_dir: str | Path | None = None,
+                 embedder: Any = None) -> SearchBackend:
     """Build backend ``name`` from a :class:`RetrievalConfig` (each backend reads its section)."""
     from orig_local._lazy import resolve
 

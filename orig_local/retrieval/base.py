@@ -6,9 +6,13 @@ The agent sees only these types; it never branches on which backend produced a h
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from orig_local.retrieval.config import RetrievalConfig
 
 
 class TextHit(BaseModel):
@@ -42,13 +46,21 @@ class RateLimited(SearchError):
 
 @runtime_checkable
 class SearchBackend(Protocol):
-    """Async search. ``k`` is the number of hits wanted (the paper uses top 10)."""
+    """Async search. ``k`` is the number of hits wanted (the paper uses top 10). Built by
+    :func:`orig_local.retrieval.make_backend` through ``from_config``; ``aclose`` releases its
+    connections (a no-op for a backend without any)."""
 
     name: str
+
+    @classmethod
+    def from_config(cls, config: RetrievalConfig, cache_dir: str | Path | None = None,
+                    embedder: Any = None) -> SearchBackend: ...
 
     async def text(self, query: str, k: int = 10) -> list[TextHit]: ...
 
     async def images(self, query: str, k: int = 10) -> list[ImageHit]: ...
+
+    async def aclose(self) -> None: ...
 
 
 SearchFailureKind = Literal["rate_limited", "error", "timeout", "empty", "cooldown"]
@@ -114,7 +126,7 @@ class FetchedImage:
     """A downloaded, verified, decoded, RGB, size-capped image."""
 
     image: Any  # PIL.Image.Image (RGB)
-    sha256: str  # hash of the downloaded bytes (content address in the evidence store)
+    bytes_sha256: str  # sha256 of the downloaded bytes (content address in the evidence store)
     url: str
     page_url: str | None = None
     width: int = 0

@@ -13,7 +13,8 @@ import asyncio
 import logging
 import random
 import time
-from typing import Awaitable, Callable, Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal
 
 from orig_local.retrieval.base import RateLimited, SearchBackend, SearchError, SearchFailure, SearchOutcome
 from orig_local.retrieval.config import SearchConfig
@@ -97,7 +98,7 @@ class FallbackChain:
             await self.limiters[backend.name].wait()
             start = time.monotonic()
 
-            def failed(fkind, detail):
+            def failed(fkind, detail, attempt=attempt, start=start):
                 failures.append(SearchFailure(backend=backend.name, kind=fkind, detail=detail,
                                               attempt=attempt, elapsed_s=round(time.monotonic() - start, 3)))
 

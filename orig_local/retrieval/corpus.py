@@ -80,7 +80,7 @@ class Corpus:
             raise ValueError(f"corpus {root}: duplicate document or image ids")
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "Corpus":
+    def load(cls, path: str | Path | None = None) -> Corpus:
         root = Path(path) if path else DEMO_CORPUS
         if not root.exists():
             raise FileNotFoundError(f"corpus not found: {root}")
@@ -176,7 +176,7 @@ class Bm25:
         self.size = size
 
     @classmethod
-    def build(cls, texts: list[str]) -> "Bm25":
+    def build(cls, texts: list[str]) -> Bm25:
         import bm25s
 
         # bm25s pins its logger to DEBUG at import, which overrides `orig -q`; give the
@@ -194,7 +194,7 @@ class Bm25:
             self.model.save(str(path))
 
     @classmethod
-    def load(cls, path: Path, size: int) -> "Bm25":
+    def load(cls, path: Path, size: int) -> Bm25:
         import bm25s
 
         return cls(bm25s.BM25.load(str(path)) if size else None, size)
@@ -258,11 +258,15 @@ class CorpusIndex:
         docs = Bm25.build([f"{d.title}\n{d.text}" for d in self.corpus.docs])
         images = Bm25.build([self.corpus.image_text(i) for i in self.corpus.images])
         if self.dir is not None:
-            self._save_atomically(lambda tmp: (docs.save(tmp / "docs_bm25"), images.save(tmp / "images_bm25")),
-                                  {"docs": n_docs, "images": n_imgs, "fingerprint": self.fingerprint})
+            def write(tmp: Path) -> None:
+                docs.save(tmp / "docs_bm25")
+                images.save(tmp / "images_bm25")
+
+            self._save_atomically(write, {"docs": n_docs, "images": n_imgs, "fingerprint": self.fingerprint})
         return docs, images
 
     def _save_atomically(self, write, meta: dict) -> None:
+        assert self.dir is not None
         self.dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.dir.parent))
         try:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 from urllib.parse import urljoin
 
 import httpcore

@@ -17,6 +17,7 @@ import io
 import logging
 import time
 
+from orig_local.imagehash import dhash64, hamming
 from orig_local.retrieval.base import FetchedImage, FetchFailure
 from orig_local.retrieval.config import FetchConfig
 from orig_local.retrieval.httpfetch import HttpSession
@@ -43,21 +44,6 @@ def sniff(data: bytes) -> str | None:
         if data.startswith(magic):
             return name
     return None
-
-
-def dhash64(image) -> int:
-    """64-bit difference hash: grey 9x8 thumbnail, one bit per left-right comparison."""
-    small = image.convert("L").resize((9, 8), resample=1)  # 1 = LANCZOS
-    px = small.tobytes()
-    bits = 0
-    for row in range(8):
-        for col in range(8):
-            bits = (bits << 1) | (px[row * 9 + col] > px[row * 9 + col + 1])
-    return bits
-
-
-def hamming(a: int, b: int) -> int:
-    return bin(a ^ b).count("1")
 
 
 # Bytes per decoded pixel by mode, and copies alive at once (decoded, converted, transposed).
@@ -120,7 +106,7 @@ def decode_image(data: bytes, url: str, config: FetchConfig, page_url: str | Non
         return FetchFailure(url=url, kind="too_small", detail=f"{im.size[0]}x{im.size[1]}")
     if max(im.size) > config.max_side:
         im.thumbnail((config.max_side, config.max_side), Image.Resampling.LANCZOS)
-    return FetchedImage(image=im, sha256=hashlib.sha256(data).hexdigest(), url=url, page_url=page_url,
+    return FetchedImage(image=im, bytes_sha256=hashlib.sha256(data).hexdigest(), url=url, page_url=page_url,
                         width=im.size[0], height=im.size[1], dhash=dhash64(im))
 
 
@@ -196,8 +182,8 @@ class Deduplicator:
         self._dhash: list[tuple[int, str]] = []
 
     def check(self, image: FetchedImage) -> FetchFailure | None:
-        if image.sha256 in self._sha:
-            return FetchFailure(url=image.url, kind="duplicate", detail=f"same bytes as {self._sha[image.sha256]}")
+        if image.bytes_sha256 in self._sha:
+            return FetchFailure(url=image.url, kind="duplicate", detail=f"same bytes as {self._sha[image.bytes_sha256]}")
         if image.dhash is not None:
             for other, other_url in self._dhash:
                 if hamming(image.dhash, other) <= self.max_distance:
@@ -206,7 +192,7 @@ class Deduplicator:
         return None
 
     def add(self, image: FetchedImage) -> None:
-        self._sha[image.sha256] = image.url
+        self._sha[image.bytes_sha256] = image.url
         if image.dhash is not None:
             self._dhash.append((image.dhash, image.url))
 

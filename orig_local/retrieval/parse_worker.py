@@ -11,24 +11,24 @@ from __future__ import annotations
 import pickle
 import struct
 import sys
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 HEADER = struct.Struct(">I")
 
 
-def write_frame(stream: BinaryIO, obj: Any) -> None:
+def write_frame(stream: IO[bytes], obj: Any) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(HEADER.pack(len(data)) + data)
     stream.flush()
 
 
-def read_frame(stream: BinaryIO) -> Any:
+def read_frame(stream: IO[bytes]) -> Any:
     """The next object, or raise ``EOFError`` when the other side is gone."""
     head = _read_exactly(stream, HEADER.size)
     return pickle.loads(_read_exactly(stream, HEADER.unpack(head)[0]))
 
 
-def _read_exactly(stream: BinaryIO, n: int) -> bytes:
+def _read_exactly(stream: IO[bytes], n: int) -> bytes:
     parts, left = [], n
     while left:
         chunk = stream.read(left)

@@ -237,6 +237,7 @@ class _Worker:
         from orig_local.retrieval.parse_worker import read_frame, write_frame
 
         self.wait_ready()
+        assert self.process.stdin is not None and self.process.stdout is not None  # both are PIPEs
         write_frame(self.process.stdin, (raw, config))
         return read_frame(self.process.stdout)
 
@@ -244,6 +245,7 @@ class _Worker:
         from orig_local.retrieval.parse_worker import read_frame
 
         if not self.ready:
+            assert self.process.stdout is not None
             if read_frame(self.process.stdout) != "ready":
                 raise EOFError("parse worker did not start")
             self.ready = True
@@ -257,7 +259,8 @@ class _Worker:
         self.process.wait(timeout=5)
         for pipe in (self.process.stdin, self.process.stdout):
             try:
-                pipe.close()
+                if pipe is not None:
+                    pipe.close()
             except OSError:
                 pass
 
@@ -339,7 +342,9 @@ class ParseWorkers:
                 raise ParseTimeout()
             await asyncio.sleep(0.005)
         try:
-            worker = self._take_idle() or await asyncio.to_thread(self._take)  # a start blocks
+            worker = self._take_idle()
+            if worker is None:
+                worker = await asyncio.to_thread(self._take)  # a start blocks
             task = asyncio.ensure_future(asyncio.to_thread(worker.call, raw, config))
             try:
                 result = await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - time.monotonic()))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from orig_local.retrieval.base import FetchedImage, FetchFailure, Page
 from orig_local.retrieval.config import FetchConfig
+from orig_local.retrieval.evidence import EvidenceStore
 from orig_local.retrieval.images import ImageDecoder
-from orig_local.retrieval.store import EvidenceStore
 
 
 class ReplayReader:

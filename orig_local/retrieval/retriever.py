@@ -18,15 +18,22 @@ import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from orig_local.retrieval.base import (FetchedImage, FetchFailure, ImageFetcher, Page, PageReader,
-                                       SearchOutcome)
+from orig_local.retrieval.base import (
+    FetchedImage,
+    FetchFailure,
+    ImageFetcher,
+    Page,
+    PageReader,
+    SearchBackend,
+    SearchOutcome,
+)
 from orig_local.retrieval.chain import FallbackChain
 from orig_local.retrieval.config import FetchConfig, RetrievalConfig, SearchConfig
 from orig_local.retrieval.corpus import Corpus
+from orig_local.retrieval.evidence import EvidenceStore
 from orig_local.retrieval.images import Deduplicator
-from orig_local.retrieval.store import EvidenceStore
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +43,7 @@ class Retriever:
     and an optional evidence store, passed in explicitly (tests inject fakes that implement
     :class:`PageReader` / :class:`ImageFetcher`). Missing reader/fetcher: the web ones."""
 
-    def __init__(self, search: Any, reader: PageReader | None = None, fetcher: ImageFetcher | None = None,
+    def __init__(self, search: SearchBackend | FallbackChain, reader: PageReader | None = None, fetcher: ImageFetcher | None = None,
                  store: EvidenceStore | None = None, *, fetch_config: FetchConfig | None = None,
                  cache: Any = None):
         if not isinstance(search, FallbackChain):
@@ -64,7 +71,7 @@ class Retriever:
 
     @classmethod
     def from_config(cls, config: RetrievalConfig, cache_dir: str | Path | None = None,
-                    embedder: Any = None, record_dir: str | Path | None = None) -> "Retriever":
+                    embedder: Any = None, record_dir: str | Path | None = None) -> Retriever:
         """Build from config. ``embedder``: an ``EmbedConfig`` or a ready ``OpenClipEmbedder``
         (only the ``local`` backend uses it). ``record_dir`` overrides ``config.record``."""
         from orig_local.retrieval import make_backend
@@ -86,7 +93,7 @@ class Retriever:
         session = HttpSession(config.fetch)
         reader: PageReader = WebPageReader(config.reader, session)
         fetcher: ImageFetcher = WebImageFetcher(config.fetch, session)
-        corpora = [b.corpus for b in backends if isinstance(getattr(b, "corpus", None), Corpus)]
+        corpora = [c for c in (getattr(b, "corpus", None) for b in backends) if isinstance(c, Corpus)]
         if corpora:  # corpus:// hits of the local backend are read from disk
             from orig_local.retrieval.corpusfetch import CorpusImageFetcher, CorpusReader
 
@@ -114,7 +121,7 @@ class Retriever:
         blob = json.dumps({"chain": keys, "kind": kind, "query": query, "k": k}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    async def _search(self, kind: str, query: str, k: int) -> SearchOutcome:
+    async def _search(self, kind: Literal["text", "images"], query: str, k: int) -> SearchOutcome:
         key = self._cache_key(kind, query, k)
         outcome = None
         if key is not None:
@@ -167,7 +174,7 @@ class Retriever:
         """Close every part, even when one of them fails to close (the first error is raised
         afterwards): a backend that cannot close must not leave the parse workers running."""
         closed: set[int] = set()
-        parts = [self.reader, self.fetcher, *self.chain.backends]
+        parts: list[Any] = [self.reader, self.fetcher, *self.chain.backends]
         first_error: BaseException | None = None
         while parts:  # wrappers (corpus reader/fetcher) expose what they wrap as .inner
             part = parts.pop(0)
@@ -186,7 +193,7 @@ class Retriever:
         if first_error is not None:
             raise first_error
 
-    async def __aenter__(self) -> "Retriever":
+    async def __aenter__(self) -> Retriever:
         return self
 
     async def __aexit__(self, *exc) -> None:

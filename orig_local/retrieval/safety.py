@@ -23,13 +23,14 @@ import asyncio
 import ipaddress
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Awaitable, Callable, Literal, Union
+from typing import Literal
 from urllib.parse import urlsplit
 
 ALLOWED_SCHEMES = ("http", "https")
 
-IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 AddressClass = Literal["public", "loopback", "private", "blocked"]
 

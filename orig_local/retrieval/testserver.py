@@ -12,8 +12,8 @@ port on loopback only, and stopping it also releases handlers that are stalling.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 Route = Callable[[BaseHTTPRequestHandler], None]
 
@@ -97,13 +97,13 @@ class LoopbackServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def start(self) -> "LoopbackServer":
+    def start(self) -> LoopbackServer:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         server.daemon_threads = True
         server.routes = self.routes  # type: ignore[attr-defined]
@@ -119,16 +119,18 @@ class LoopbackServer:
             self._server.stopping.set()  # type: ignore[attr-defined]
             self._server.shutdown()
             self._server.server_close()
-            self._thread.join(timeout=5)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
             self._server = None
 
     @property
     def port(self) -> int:
-        return self._server.server_address[1]
+        assert self._server is not None, "start() first"
+        return int(self._server.server_address[1])
 
     @property
     def hits(self) -> dict[str, int]:
-        return self._server.hits  # type: ignore[attr-defined]
+        return self._server.hits  # type: ignore[union-attr]
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"

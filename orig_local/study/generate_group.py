@@ -42,8 +42,8 @@ def run_job(job: dict, results_path: Path) -> dict:
     from orig_local.errors import OrigError
     from orig_local.evaluation.loaders import load_benchmark
     from orig_local.evaluation.orchestrate import run_phases
+    from orig_local.evaluation.phases.common import select_items
     from orig_local.evaluation.rundir import read_phase
-    from orig_local.evaluation.runner import select_items
     from orig_local.generation import make_generator
     from orig_local.study.status import row_state
 

@@ -185,7 +185,7 @@ class Plan(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _expand(self) -> "Plan":
+    def _expand(self) -> Plan:
         runs = [r.model_copy() for r in self.runs] + (self.grid.expand() if self.grid else [])
         if not runs:
             raise ValueError("the plan has no runs: give `runs:` or `grid:`")

@@ -20,9 +20,9 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from orig_local.errors import PreflightError, UsageError
 from orig_local.study.commands import eval_command, report_command
@@ -66,7 +66,7 @@ class StudyLock:
         self.path = out / "study.lock"
         self.fd = None
 
-    def __enter__(self) -> "StudyLock":
+    def __enter__(self) -> StudyLock:
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ class Step:
     phase: str | None = None
     todo: int = 0  # items the phase has left (pending, + failed with retry) when scheduled
     source: RunSpec | None = None  # copy: the run whose agent rows are shared
-    group: list["Step"] | None = None  # generate_group: one generate step per run, one process
+    group: list[Step] | None = None  # generate_group: one generate step per run, one process
 
     def describe(self) -> str:
         if self.kind == "server":
@@ -68,7 +68,6 @@ def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_
     from orig_local.study.share import agent_sources
 
     sources = agent_sources(plan)
-    by_label = {r.label: r for r in plan.runs}
     # A run sharing another's agent phase: its copy is due when it lacks rows or the source
     # runs again (new rows to take).
     copies = [r for r in plan.runs if sources[r.label] != r.label

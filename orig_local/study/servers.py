@@ -85,7 +85,7 @@ class StudyServer:
         self._port = free_port(self.plan.host)
         return vllm_command(preset, vllm_bin=vllm_bin, host=self.plan.host, port=self._port)
 
-    def start(self) -> "StudyServer":
+    def start(self) -> StudyServer:
         from orig_local.llm.local_server import ServerProcess, ServerStartError
         from orig_local.llm.serve import served_model_name
 

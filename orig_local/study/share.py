@@ -67,8 +67,8 @@ def _copy_files(row: dict, src: Path, dst: Path) -> None:
 def copy_agent_rows(src: Path, dst: Path, ids: list[str], retry_failed: bool = False) -> dict:
     """Copy the source's agent rows for ``ids`` that ``dst`` lacks (and, with ``retry_failed``,
     replace failed rows of ``dst`` the source has since redone). Returns counts."""
+    from orig_local.evaluation.jsonl_store import JsonlStore, write_rows_atomic
     from orig_local.evaluation.rundir import read_phase
-    from orig_local.evaluation.store import JsonlStore, write_rows_atomic
 
     source_rows = read_phase(src, "agent")
     dst.mkdir(parents=True, exist_ok=True)

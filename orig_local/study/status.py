@@ -49,7 +49,7 @@ def select_ids(plan: Plan) -> list[str]:
     """The item ids every run covers: the same selection `orig eval` makes from the same flags."""
     from orig_local.errors import DataError
     from orig_local.evaluation.loaders import load_benchmark
-    from orig_local.evaluation.runner import select_items
+    from orig_local.evaluation.phases.common import select_items
 
     if not Path(plan.data).expanduser().exists():
         raise DataError(f"the plan's data {plan.data!r} does not exist", hint="set `data:` to the benchmark folder/file")
@@ -107,7 +107,7 @@ def status_table(plan: Plan, status: dict[str, dict[str, PhaseCounts]], markdown
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
     else:
-        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
     lines.append("")

@@ -94,7 +94,7 @@ def _batch(processor, rng: random.Random, n: int):
         answers.append(("true" if red else "false") + "<|im_end|>")
         images.extend(c["image"] for m in messages if isinstance(m["content"], list)
                       for c in m["content"] if c["type"] == "image")
-    enc = processor(text=[p + a for p, a in zip(prompts, answers)], images=images,
+    enc = processor(text=[p + a for p, a in zip(prompts, answers, strict=True)], images=images,
                     return_tensors="pt", padding=True, padding_side="right")
     labels = torch.full_like(enc["input_ids"], -100)
     for i, answer in enumerate(answers):

@@ -7,7 +7,12 @@ from pathlib import Path
 
 def build_tiny_sd3(out_dir: str | Path, seed: int = 0) -> Path:
     import torch
-    from diffusers import AutoencoderKL, FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
+    from diffusers import (
+        AutoencoderKL,
+        FlowMatchEulerDiscreteScheduler,
+        SD3Transformer2DModel,
+        StableDiffusion3Pipeline,
+    )
     from transformers import CLIPTextConfig, CLIPTextModelWithProjection, T5Config, T5EncoderModel
 
     from orig_local.tiny.diffusion_tokenizers import clip_tokenizer, t5_tokenizer

@@ -15,10 +15,10 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
+from orig_local.agent.budget import truncate_to_tokens
 from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.budget import truncate_to_tokens
-from orig_local.agent.stages.retrieval import RetrievedImage, RetrievedPage, RoundRetrieval
+from orig_local.agent.stages.search import RetrievedImage, RetrievedPage, RoundRetrieval
 from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize
 
 
@@ -127,7 +127,7 @@ async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result
             result.rejected_images += 1
             continue
         shows = d.shows if d.shows and not looks_like_instruction(d.shows) else im.title
-        item = ctx.knowledge.add_image(im.image, im.sha256, _source(im, im.page_url), url=im.url,
+        item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
                                        page_url=im.page_url, description=shows)
         if item:
             result.added_images.append(item.id)
@@ -142,9 +142,9 @@ def _add_unfiltered(ctx: StageContext, raw: RoundRetrieval, result: Accumulation
         if item:
             result.added_text.append(item.id)
     for im in raw.images:
-        item = ctx.knowledge.add_image(im.image, im.sha256, _source(im, im.page_url), url=im.url,
-                                       page_url=im.page_url, description=im.title)
-        if item:
-            result.added_images.append(item.id)
+        image_item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
+                                             page_url=im.page_url, description=im.title)
+        if image_item:
+            result.added_images.append(image_item.id)
     ctx.note("accumulation", "unfiltered", "accumulation_filter off: retrieved evidence added to K as is",
              evidence_ids=result.added_text + result.added_images)

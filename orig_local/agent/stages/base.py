@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -19,11 +20,10 @@ from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
-from orig_local.agent.trace import StageRecord, Trace, messages_digest
+from orig_local.agent.trace import Stage, StageRecord, Trace, messages_digest
 from orig_local.agent.untrusted import delimit
-from orig_local.embeddings.clip import image_sha256
-from orig_local.llm.base import (BaseChatModel, ChatError, ImageRef, Message, StructuredOutputError, system,
-                                 user)
+from orig_local.imagehash import pixels_sha256
+from orig_local.llm.base import BaseChatModel, ChatError, ImageRef, Message, StructuredOutputError, system, user
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class StageContext:
     round: int = 0
     read_urls: set[str] = field(default_factory=set)  # pages read in this run (never twice)
     asked_queries: set[str] = field(default_factory=set)  # queries already searched in this run
-    seen_images: dict[str, int | None] = field(default_factory=dict)  # sha256 -> dHash, this run
+    seen_images: dict[str, int | None] = field(default_factory=dict)  # bytes_sha256 -> dHash, this run
     search_failures: int = 0  # searches that failed outright (no hits, failures reported)
     searches: int = 0
     budget: Budget = field(default_factory=lambda: Budget(EstimatedTokens()))
@@ -80,7 +80,7 @@ class StageContext:
     async def ask(
         self,
         *,
-        stage: str,
+        stage: Stage,
         step: str,
         template: str,
         schema: type[T],
@@ -168,7 +168,7 @@ class StageContext:
                 continue
             digest = self._hashes.get(id(p))
             if digest is None:
-                digest = self._hashes[id(p)] = image_sha256(p.to_pil() if not hasattr(p.source, "tobytes") else p.source)
+                digest = self._hashes[id(p)] = pixels_sha256(p.to_pil() if not hasattr(p.source, "tobytes") else p.source)
             parts.append({"image_pixels_sha256": digest})
         return {"role": message.role, "parts": parts}
 
@@ -179,7 +179,7 @@ class StageContext:
                 return v.image
         raise KeyError(f"no image {eid!r} in the knowledge base")
 
-    def note(self, stage: str, step: str, message: str, **fields: Any) -> StageRecord:
+    def note(self, stage: Stage, step: str, message: str, **fields: Any) -> StageRecord:
         """A record without a backbone call (a skipped stage, a fallback taken)."""
         record = StageRecord(stage=stage, step=step, round=self.round, started_s=self.trace.elapsed(),
                              notes=[message], **fields)
@@ -187,12 +187,12 @@ class StageContext:
 
     # ------------------------------------------------------------------ K within a budget
 
-    def knowledge_filler(self, stage: str, cap: int | None = None) -> Callable[[int], str]:
+    def knowledge_filler(self, stage: Stage, cap: int | None = None) -> Callable[[int], str]:
         """A ``fit`` filler rendering K's text (:meth:`render_knowledge`) into what is left."""
         limit = self.config.knowledge_tokens if cap is None else cap
         return lambda left: self.render_knowledge(min(left, limit), stage)
 
-    def render_knowledge(self, max_tokens: int, stage: str) -> str:
+    def render_knowledge(self, max_tokens: int, stage: Stage) -> str:
         """K's text as data blocks within ``max_tokens``.
 
         Normally that is the consolidated summary (plus entries not folded in yet). When it does

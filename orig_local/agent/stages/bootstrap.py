@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import Source
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.stages.retrieval import search_snippets
+from orig_local.agent.stages.search import search_snippets
 from orig_local.agent.untrusted import drop_instructions, sanitize
 
 
@@ -53,7 +53,7 @@ async def bootstrap(ctx: StageContext) -> BootstrapResult:
     for q in queries:
         ctx.asked_queries.add(q.lower().strip())
     outcomes = await asyncio.gather(*(search_snippets(ctx, q, "bootstrap") for q in queries))
-    for query, (hits, _failed) in zip(queries, outcomes):
+    for query, (hits, _failed) in zip(queries, outcomes, strict=True):
         for hit in hits[: cfg.bootstrap_snippets_per_query]:
             text = f"{hit.title}: {hit.snippet}" if hit.snippet else hit.title
             text, injected = drop_instructions(sanitize(text))  # snippets enter K unfiltered

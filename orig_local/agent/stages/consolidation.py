@@ -62,28 +62,15 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
     def render_previous(left: int) -> str:
         # At most half the room: the newest statements (most likely about what the new entries
         # add to); older ones not shown stay in the summary unchanged.
-        lines, used = [], 0
-        for e in reversed(previous):
-            line = delimit(",".join(e.evidence), e.text)
-            cost = ctx.budget.count(line) + 1
-            if used + cost > left // 2:
-                break
-            lines.append(line)
-            shown_previous.append(e)
-            used += cost
-        return "\n".join(reversed(lines))
+        newest = previous[::-1]
+        lines = [delimit(",".join(e.evidence), e.text) for e in newest]
+        shown_previous[:] = newest[: ctx.budget.fitting(lines, left // 2)]
+        return "\n".join(reversed(lines[: len(shown_previous)]))
 
     def render_new(left: int) -> str:
-        lines, used = [], 0
-        for t in pending:
-            line = delimit(t.id, t.text)
-            cost = ctx.budget.count(line) + 1
-            if lines and used + cost > left:
-                break
-            lines.append(line)
-            chunk.append(t)
-            used += cost
-        return "\n".join(lines)
+        lines = [delimit(t.id, t.text) for t in pending]
+        chunk[:] = pending[: ctx.budget.fitting(lines, left, at_least_one=True)]
+        return "\n".join(lines[: len(chunk)])
 
     out, record = await ctx.ask(
         stage="accumulation", step="consolidate", template="consolidate", schema=Consolidation,

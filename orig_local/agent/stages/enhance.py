@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orig_local.agent.stages.base import StageContext
 from orig_local.agent.budget import EstimatedTokens
-from orig_local.agent.stages.text import bound_prompt, sanitize_prompt, word_count
+from orig_local.agent.stages.base import StageContext
+from orig_local.agent.text import bound_prompt, sanitize_prompt, word_count
 
 
 class EnhancedPrompt(BaseModel):

@@ -16,10 +16,11 @@ import re
 
 from pydantic import BaseModel, Field
 
+from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.refinement import RefinementResult
-from orig_local.agent.budget import EstimatedTokens
-from orig_local.agent.stages.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
+from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
+from orig_local.agent.trace import Stage
 from orig_local.agent.untrusted import delimit, looks_like_instruction
 
 _CITE = re.compile(r"reference\s+image\s*#?\s*(\d+)", re.I)
@@ -76,7 +77,7 @@ async def extend_prompt(ctx: StageContext, refined: RefinementResult) -> Extensi
     return result
 
 
-def assemble_prompt(ctx: StageContext, refined: RefinementResult, stage: str = "extension") -> ExtensionResult:
+def assemble_prompt(ctx: StageContext, refined: RefinementResult, stage: Stage = "extension") -> ExtensionResult:
     """P̂ without a backbone call: P, then F^t, then one sentence per reference."""
     features = [f.strip().rstrip(".") for f in refined.text_features if f.strip()]
     head = ctx.prompt if ctx.prompt.rstrip().endswith((".", "!", "?")) else ctx.prompt.rstrip() + "."
@@ -106,7 +107,7 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
     refs = list(refined.references)
     body = sanitize_prompt(text)
     removed: list[str] = []
-    kept_sentences = []
+    kept_sentences: list[str] = []
     for sentence in sentences(body):
         numbers = [int(m) for m in _CITE.findall(sentence)]
         bad = looks_like_instruction(sentence) or any(not 1 <= k <= len(refs) for k in numbers) or (
@@ -130,7 +131,7 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
         limits = (cfg.max_prompt_words - word_count(tail), cfg.max_prompt_chars - len(tail) - extra,
                   None if max_tokens is None else max_tokens - counter.count(tail) - extra)
         if uncited and (limits[0] < cfg.max_prompt_words // 2 or limits[1] < cfg.max_prompt_chars // 2
-                        or (max_tokens is not None and limits[2] < max_tokens // 2)):
+                        or (max_tokens is not None and limits[2] is not None and limits[2] < max_tokens // 2)):
             unexplained.add(uncited.pop())  # the tail may take at most half the budget
             continue
         candidate, cut = bound_prompt(body, limits[0], limits[1], limits[2], counter)

@@ -91,7 +91,7 @@ def answer_letter(answer, choices: list[str], where: str) -> str:
     if isinstance(answer, int) and 0 <= answer < len(choices):
         return letters[answer]
     text = str(answer).strip()
-    for letter, choice in zip(letters, choices):
+    for letter, choice in zip(letters, choices, strict=True):
         if choice.strip().lower() == text.lower() and len(text) > 1:
             return letter
     m = _LETTER.match(text)
@@ -200,7 +200,7 @@ def _load_xlsx(path: Path, wanted: set[str] | None, none_option: bool) -> list[B
             if idx not in captions:
                 raise BenchmarkFormatError(f"{qa.name}: prompt {idx} has no caption in {CAPTIONS} sheet {domain!r}")
             questions = []
-            for k, (n, _, coi, question, choices_text, answer) in enumerate(rows, 1):
+            for k, (n, _, _coi, question, choices_text, answer) in enumerate(rows, 1):
                 where = f"{qa.name} row {n}"
                 if not question or choices_text is None or answer is None:
                     raise BenchmarkFormatError(f"{where}: question, choices and answer are all needed")

@@ -31,9 +31,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 from orig_local.evaluation.items import BenchmarkFormatError, BenchmarkItem, Question
 

@@ -1,4 +1,5 @@
-"""The phases of a benchmark run, one file each (agent, generate, judge, retrieval).
+"""The phases of a benchmark run, one file each (agent, generate, judge; the ``retrieval``
+phase, retrieval accuracy, is ``retrieval_accuracy.py``).
 
 :data:`PHASES` is the one list of phase names, in run order, with what each needs; CLI
 choices, defaults and the orchestrator's dispatch derive from it."""
@@ -6,6 +7,10 @@ choices, defaults and the orchestrator's dispatch derive from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orig_local.config import Config
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,7 @@ PHASES: dict[str, Phase] = {p.name: p for p in (
 PHASE_NAMES: tuple[str, ...] = tuple(PHASES)
 
 
-def default_phases(config) -> list[str]:
+def default_phases(config: Config) -> list[str]:
     """What ``--phase all`` runs for ``config``."""
     return [name for name in PHASE_NAMES
             if name != "retrieval" or (config.eval.retrieval_accuracy and config.agent.retrieves)]

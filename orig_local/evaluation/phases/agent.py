@@ -4,12 +4,18 @@ reference images, evidence and a trace -> agent.jsonl."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Awaitable, Callable, Sequence
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import (
-    AgentFn, AgentOutput, maybe_await, phase_store, relative_to_run, save_image, write_text,
+    AgentFn,
+    AgentOutput,
+    maybe_await,
+    phase_store,
+    relative_to_run,
+    save_image,
+    write_text,
 )
 from orig_local.evaluation.phases.loop import PhaseSummary, pending, run_items
 
@@ -17,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentFn, *,
-                    shard=(0, 1), progress=True, retry_errors=False, retry_degraded=False,
+                    shard: tuple[int, int] = (0, 1), progress: bool = True, retry_errors: bool = False, retry_degraded: bool = False,
                     concurrency: int = 1, max_consecutive_failures: int = 0,
                     aclose: Callable[[], Awaitable] | None = None) -> PhaseSummary:
     """Extended prompt + references + evidence + trace per item -> agent.jsonl.

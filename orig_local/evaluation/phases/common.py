@@ -6,14 +6,15 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from orig_local.evaluation.items import BenchmarkItem
+from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
 from orig_local.evaluation.rundir import phase_file
-from orig_local.evaluation.store import DISK_ERRNOS, DiskWriteError, JsonlStore
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +146,8 @@ def retry_statuses(retry_errors: bool = False, retry_degraded: bool = False) -> 
     return ({"failed"} if retry_errors or retry_degraded else set()) | ({"degraded"} if retry_degraded else set())
 
 
-def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=False,
-                retry_degraded=False) -> tuple[JsonlStore, dict[str, dict]]:
+def phase_store(run_dir: Path, phase: str, shard: tuple[int, int], judge_name: str | None = None,
+                retry_errors: bool = False, retry_degraded: bool = False) -> tuple[JsonlStore, dict[str, dict]]:
     """This shard's store, and the rows finished anywhere (main file or this shard file), by id."""
     retry = retry_statuses(retry_errors, retry_degraded)
     store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), retry=retry)
@@ -157,5 +158,5 @@ def phase_store(run_dir: Path, phase: str, shard, judge_name=None, retry_errors=
     return store, done
 
 
-async def maybe_await(value):
+async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store, relative_to_run, save_image
 from orig_local.evaluation.phases.loop import PhaseSummary, pending, row_status, run_items
 from orig_local.evaluation.rundir import read_phase
 
+if TYPE_CHECKING:
+    from orig_local.generation.base import Generator
+
 log = logging.getLogger(__name__)
 
 
-def run_generate_phase(items: Sequence[BenchmarkItem], run_dir: Path, generator, *, seed: int = 0,
-                       shard=(0, 1), progress=True, retry_errors=False, retry_degraded=False,
+def run_generate_phase(items: Sequence[BenchmarkItem], run_dir: Path, generator: Generator, *, seed: int = 0,
+                       shard: tuple[int, int] = (0, 1), progress: bool = True, retry_errors: bool = False, retry_degraded: bool = False,
                        max_consecutive_failures: int = 0) -> PhaseSummary:
     """One image per item from its agent row -> images/<id>.png + generate.jsonl."""
     from PIL import Image

@@ -18,13 +18,17 @@ import asyncio
 import inspect
 import logging
 import time
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
+from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
 from orig_local.evaluation.phases.common import error_text, maybe_await, progress_bar
-from orig_local.evaluation.store import DISK_ERRNOS, DiskWriteError, JsonlStore
 from orig_local.llm.base import is_transport_error
+
+if TYPE_CHECKING:
+    from orig_local.evaluation.judge import Judge
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,7 @@ class PhaseSummary(dict):
         """Selected items whose row is failed, from this invocation or an earlier one."""
         return self.failed + self.earlier.get("failed", 0)
 
-    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, dict]) -> "PhaseSummary":
+    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, dict]) -> PhaseSummary:
         for item in items:
             if item.id in done:
                 status = row_status(done[item.id])
@@ -121,7 +125,7 @@ def pending(phase: str, items: Sequence[BenchmarkItem], done: dict[str, dict], i
     return todo, summary.count_earlier(items, done)
 
 
-def judged(phase: str, judge, judge_name: str | None, close: bool, on_failure: dict) -> dict[str, Any]:
+def judged(phase: str, judge: Judge, judge_name: str | None, close: bool, on_failure: dict) -> dict[str, Any]:
     """:func:`run_items` arguments shared by the phases that ask the judge (judge, retrieval)."""
     return dict(base=lambda it: {"id": it.id, "category": it.category, "judge": judge.name},
                 on_failure=on_failure, desc=f"{phase}{'-' + judge_name if judge_name else ''}",

@@ -44,12 +44,15 @@ class DdgsBackend:
         self._client = ddgs_cls(proxy=self.config.proxy, timeout=self.config.timeout_s)
 
     @classmethod
-    def from_config(cls, config, cache_dir=None, embedder=None) -> "DdgsBackend":
+    def from_config(cls, config, cache_dir=None, embedder=None) -> DdgsBackend:
         return cls(config.ddgs)
+
+    async def aclose(self) -> None:
+        """Nothing to release (no connection of its own)."""
 
     async def text(self, query: str, k: int = 10) -> list[TextHit]:
         rows = await self._call("text", query, k, ",".join(self.config.text_engines))
-        hits = []
+        hits: list = []
         for row in rows:
             url = row.get("href") or row.get("url")
             if not url:
@@ -60,7 +63,7 @@ class DdgsBackend:
 
     async def images(self, query: str, k: int = 10) -> list[ImageHit]:
         rows = await self._call("images", query, k, ",".join(self.config.image_engines))
-        hits = []
+        hits: list = []
         for row in rows:
             if not row.get("image"):
                 continue

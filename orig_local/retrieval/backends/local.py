@@ -46,7 +46,7 @@ class LocalBackend:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, config, cache_dir=None, embedder=None) -> "LocalBackend":
+    def from_config(cls, config, cache_dir=None, embedder=None) -> LocalBackend:
         return cls(Corpus.load(config.local.corpus), config.local, embedder=embedder, cache_dir=cache_dir)
 
     @property
@@ -68,6 +68,9 @@ class LocalBackend:
         elif self.index.embedder is None and self.config.images:
             log.warning("local backend: no CLIP embedder given; image search ranks by captions only")
             self.config = self.config.model_copy(update={"images": False})
+
+    async def aclose(self) -> None:
+        """Nothing to release (no connection of its own)."""
 
     async def text(self, query: str, k: int = 10) -> list[TextHit]:
         def run():

@@ -32,7 +32,7 @@ class SearxngBackend:
         self.api = api or JsonApi(user_agent, self.config.timeout_s)
 
     @classmethod
-    def from_config(cls, config, cache_dir=None, embedder=None) -> "SearxngBackend":
+    def from_config(cls, config, cache_dir=None, embedder=None) -> SearxngBackend:
         return cls(config.searxng, user_agent=config.fetch.user_agent)
 
     async def _search(self, query: str, categories: str) -> list[dict]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orig_local.retrieval.base import ImageHit, SearchError, TextHit
-from orig_local.retrieval.store import EvidenceStore
+from orig_local.retrieval.evidence import EvidenceStore
 
 
 class SnapshotBackend:
@@ -23,7 +23,7 @@ class SnapshotBackend:
             raise FileNotFoundError(f"no snapshot at {self.store.root}")
 
     @classmethod
-    def from_config(cls, config, cache_dir=None, embedder=None) -> "SnapshotBackend":
+    def from_config(cls, config, cache_dir=None, embedder=None) -> SnapshotBackend:
         if not config.replay:
             raise ValueError("the snapshot backend needs retrieval.replay=<snapshot dir>")
         return cls(config.replay)
@@ -33,6 +33,9 @@ class SnapshotBackend:
         if row is None:
             raise SearchError(f"{kind} query {query!r} not recorded in {self.store.root}")
         return row["hits"]
+
+    async def aclose(self) -> None:
+        """Nothing to release (no connection of its own)."""
 
     async def text(self, query: str, k: int = 10) -> list[TextHit]:
         return [TextHit(**h) for h in self._hits("text", query)][:k]

@@ -29,7 +29,7 @@ class WikimediaBackend:
         self.api = api or JsonApi(self.config.user_agent, self.config.timeout_s)
 
     @classmethod
-    def from_config(cls, config, cache_dir=None, embedder=None) -> "WikimediaBackend":
+    def from_config(cls, config, cache_dir=None, embedder=None) -> WikimediaBackend:
         return cls(config.wikimedia)
 
     @staticmethod
@@ -49,7 +49,7 @@ class WikimediaBackend:
             "gsrsearch": query, "gsrlimit": k, "prop": "extracts|info", "inprop": "url",
             "exintro": 1, "explaintext": 1, "exsentences": 3, "exlimit": "max",
         })
-        hits = []
+        hits: list = []
         for page in self._pages(data):
             title = page.get("title") or ""
             base = api.rsplit("/w/api.php", 1)[0]
@@ -66,13 +66,13 @@ class WikimediaBackend:
             "iiurlwidth": self.config.thumb_width,
             "iiextmetadatafilter": "LicenseShortName|Artist|Credit|ImageDescription",
         })
-        hits = []
+        hits: list = []
         for page in self._pages(data):
             info = (page.get("imageinfo") or [{}])[0]
             if not info.get("url") or not str(info.get("mime", "image/")).startswith("image/"):
                 continue
             meta = info.get("extmetadata") or {}
-            value = lambda key: strip_html((meta.get(key) or {}).get("value")) or None  # noqa: E731
+            value = lambda key, meta=meta: strip_html((meta.get(key) or {}).get("value")) or None  # noqa: E731
             title = value("ImageDescription") or (page.get("title") or "").removeprefix("File:")
             hits.append(ImageHit(
                 image_url=info.get("thumburl") or info["url"], thumbnail_url=info.get("thumburl"),

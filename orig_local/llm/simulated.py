@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orig_local.retrieval.base import FetchedImage, FetchFailure, ImageHit, Page, TextHit
 
@@ -56,7 +57,7 @@ class SimulatedRetriever:
         self.calls: dict[str, int] = {"search_text": 0, "search_images": 0, "read_page": 0, "fetch_image": 0}
 
     @classmethod
-    def from_demo_corpus(cls, root: str | Path = DEMO_CORPUS, **kwargs) -> "SimulatedRetriever":
+    def from_demo_corpus(cls, root: str | Path = DEMO_CORPUS, **kwargs) -> SimulatedRetriever:
         from PIL import Image
 
         root = Path(root)
@@ -125,7 +126,7 @@ class SimulatedRetriever:
         import hashlib
 
         sha = hashlib.sha256(image.tobytes()).hexdigest()
-        return FetchedImage(image=image, sha256=sha, url=url, page_url=page_url, width=image.width,
+        return FetchedImage(image=image, bytes_sha256=sha, url=url, page_url=page_url, width=image.width,
                             height=image.height)
 
     async def aclose(self) -> None:

@@ -17,9 +17,10 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from orig_local.errors import OrigError
 

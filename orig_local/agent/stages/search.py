@@ -1,4 +1,5 @@
-"""Modality-specific retrieval (paper Eq. 2, App. A).
+"""The agent's web search step: modality-specific retrieval (paper Eq. 2, App. A). Its trace
+records keep the paper's stage name ``retrieval``.
 
 Text: top-10 hits per query; the backbone picks the 2 most relevant from title + snippet; those
 pages are read in full. Images: top-10 hits per query; fetched best-ranked first until 5 have
@@ -12,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.trace import StageRecord
+from orig_local.agent.trace import Stage, StageRecord
 from orig_local.agent.untrusted import delimit
 from orig_local.retrieval.base import FetchFailure, SearchError
 
@@ -45,7 +47,7 @@ class RetrievedPage(BaseModel):
 @dataclass
 class RetrievedImage:
     image: Any  # PIL RGB
-    sha256: str
+    bytes_sha256: str
     url: str
     page_url: str | None
     title: str
@@ -71,17 +73,18 @@ def failure_dict(failure: Any) -> dict[str, Any]:
         return dict(failure)
     if hasattr(failure, "model_dump"):
         return failure.model_dump(mode="json")
-    if dataclasses.is_dataclass(failure):
+    if dataclasses.is_dataclass(failure) and not isinstance(failure, type):
         return {k: str(v) for k, v in dataclasses.asdict(failure).items()}
     return {"detail": str(failure)}
 
 
-async def _search(ctx: StageContext, modality: str, query: str, k: int, stage: str) -> tuple[list, StageRecord]:
+async def _search(ctx: StageContext, modality: str, query: str, k: int, stage: Stage) -> tuple[list, StageRecord]:
     """One traced search. Returns (hits, record); a raised SearchError becomes a failure."""
     record = StageRecord(stage=stage, step=f"search_{modality}", round=ctx.round,
                          started_s=ctx.trace.elapsed())
     start = time.perf_counter()
     hits: list = []
+    assert ctx.retriever is not None, "a retrieving condition has a retriever"
     try:
         fn = ctx.retriever.search_text if modality == "text" else ctx.retriever.search_images
         outcome = await fn(query, k=k)
@@ -109,7 +112,7 @@ def _service_failed(record: StageRecord) -> bool:
     return any(f.get("kind") != "empty" for f in record.failures)
 
 
-async def search_snippets(ctx: StageContext, query: str, stage: str) -> tuple[list, bool]:
+async def search_snippets(ctx: StageContext, query: str, stage: Stage) -> tuple[list, bool]:
     """Text search only (the bootstrap's light retrieval). Returns (hits, search_failed)."""
     hits, record = await _search(ctx, "text", query, ctx.config.text_top_k, stage)
     return hits, (not hits and _service_failed(record))
@@ -129,16 +132,9 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
         listed: list[int] = []
 
         def results(left: int) -> str:  # best-ranked first, as many as the window holds
-            lines, used = [], 0
-            for i, h in enumerate(hits, 1):
-                line = delimit(f"R{i}", f"{h.title}\n{h.url}\n{h.snippet or ''}")
-                cost = ctx.budget.count(line) + 1
-                if lines and used + cost > left:
-                    break
-                lines.append(line)
-                listed.append(i)
-                used += cost
-            return "\n".join(lines)
+            lines = [delimit(f"R{i}", f"{h.title}\n{h.url}\n{h.snippet or ''}") for i, h in enumerate(hits, 1)]
+            listed[:] = range(1, ctx.budget.fitting(lines, left, at_least_one=True) + 1)
+            return "\n".join(lines[: len(listed)])
 
         selection, rec = await ctx.ask(
             stage="retrieval", step="select_pages", template="select_pages", schema=PageSelection,
@@ -159,6 +155,7 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
         rec = StageRecord(stage="retrieval", step="read_page", round=ctx.round, page_reads=1,
                           started_s=ctx.trace.elapsed(), output={"url": hit.url})
         start = time.perf_counter()
+        assert ctx.retriever is not None
         page = await ctx.retriever.read_page(hit.url)
         rec.latency_s = time.perf_counter() - start
         ctx.trace.add(rec)
@@ -178,16 +175,16 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
 
 
 def _dhash(image: Any) -> int:
-    from orig_local.retrieval.images import dhash64
+    from orig_local.imagehash import dhash64
 
     return dhash64(image)
 
 
-def _duplicate_reason(ctx: StageContext, sha256: str, dhash: int | None) -> str | None:
-    """Fetch-time duplicate check against every image fetched in this run: the same pixels
+def _duplicate_reason(ctx: StageContext, bytes_sha256: str, dhash: int | None) -> str | None:
+    """Fetch-time duplicate check against every image fetched in this run: the same bytes
     (sha256) or the same picture resized/recompressed (dHash within DHASH_MAX_DISTANCE bits)."""
-    if sha256 in ctx.seen_images:
-        return "exact copy (sha256) of an image fetched in this run"
+    if bytes_sha256 in ctx.seen_images:
+        return "exact copy (same bytes, sha256) of an image fetched in this run"
     if dhash is None:
         return None
     for d in ctx.seen_images.values():
@@ -211,21 +208,23 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
         i += len(wave)
         # dedup=False skips only the retriever's *shared* check (it serves many prompts at
         # once); this run's own sha256 + dHash check follows, before anything else sees them.
-        results = await asyncio.gather(*(ctx.retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
+        retriever = ctx.retriever
+        assert retriever is not None
+        results = await asyncio.gather(*(retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
                                          for h in wave))
         rec.image_fetches += len(wave)
-        for hit, res in zip(wave, results):  # rank order
+        for hit, res in zip(wave, results, strict=True):  # rank order
             if isinstance(res, FetchFailure):
                 rec.failures.append(failure_dict(res))
                 continue
             dhash = res.dhash if res.dhash is not None else _dhash(res.image)  # any retriever
-            why = _duplicate_reason(ctx, res.sha256, dhash)
+            why = _duplicate_reason(ctx, res.bytes_sha256, dhash)
             if why is not None:
                 rec.failures.append({"url": hit.image_url, "kind": "duplicate", "detail": why})
                 continue
-            ctx.seen_images[res.sha256] = dhash
+            ctx.seen_images[res.bytes_sha256] = dhash
             kept.append(RetrievedImage(
-                image=res.image, sha256=res.sha256, url=res.url or hit.image_url,
+                image=res.image, bytes_sha256=res.bytes_sha256, url=res.url or hit.image_url,
                 page_url=res.page_url or hit.page_url, title=hit.title, query=query,
                 round=ctx.round, dhash=dhash,
             ))
@@ -240,13 +239,18 @@ async def retrieve_round(ctx: StageContext, text_queries: list[str], image_queri
     """All of a round's queries at once; near-duplicate images dropped before any VLM sees them."""
     for q in text_queries + image_queries:
         ctx.asked_queries.add(q.lower().strip())
-    tasks = [retrieve_text(ctx, q) for q in text_queries] + [retrieve_images(ctx, q) for q in image_queries]
+    tasks: list[Awaitable[tuple[Sequence[RetrievedPage | RetrievedImage], bool]]] = [
+        retrieve_text(ctx, q) for q in text_queries]
+    tasks += [retrieve_images(ctx, q) for q in image_queries]
     results = await asyncio.gather(*tasks)
     out = RoundRetrieval(searches=len(tasks))
     for items, failed in results:
         out.failed_searches += int(failed)
         for item in items:
-            (out.pages if isinstance(item, RetrievedPage) else out.images).append(item)
+            if isinstance(item, RetrievedPage):
+                out.pages.append(item)
+            else:
+                out.images.append(item)
     out.images = await drop_near_duplicates(ctx, out.images)
     return out
 

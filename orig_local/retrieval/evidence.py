@@ -23,9 +23,10 @@ import json
 import os
 import tarfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from orig_local.errors import OrigError
 from orig_local.retrieval.base import FetchFailure, Page, SearchOutcome
@@ -235,7 +236,7 @@ def unpack(archive: str | Path, snapshot_dir: str | Path) -> EvidenceStore:
             target = (root / member.name).resolve()
             if not member.isfile() or not str(target).startswith(str(root.resolve()) + os.sep):
                 raise SnapshotError(f"refusing archive member {member.name!r}")
-            with _writing(target), tar.extractfile(member) as src:
+            with _writing(target), tar.extractfile(member) as src:  # type: ignore[union-attr]  # a file member has one
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(src.read())
     store = EvidenceStore(root)

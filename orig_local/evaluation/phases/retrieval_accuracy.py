@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store
 from orig_local.evaluation.phases.loop import PhaseSummary, judged, pending, row_status, run_items, verdict_status
 from orig_local.evaluation.rundir import read_phase
 
+if TYPE_CHECKING:
+    from orig_local.evaluation.judge import Judge
+
 log = logging.getLogger(__name__)
 
 
-def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge, *, judge_name: str | None = None,
+def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Judge, *, judge_name: str | None = None,
                         concurrency: int = 16, max_chars: int = 8000, max_images: int = 4,
-                        shard=(0, 1), progress=True, retry_errors=False, retry_degraded=False,
+                        shard: tuple[int, int] = (0, 1), progress: bool = True, retry_errors: bool = False, retry_degraded: bool = False,
                         max_consecutive_failures: int = 0, close: bool = False) -> PhaseSummary:
     """Retrieval accuracy (paper Eq. 12): each gold fact judged against the agent's evidence."""
     import json
