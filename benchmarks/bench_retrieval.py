@@ -41,7 +41,7 @@ WORDS = ("lighthouse harbour spiral teal orange lantern hexagonal basalt tower k
 
 def extraction_section(args) -> None:
     pages = load_pages()
-    url = "https://example.org/article"
+    url = "https://news.invalid/article"  # a base URL for links only; nothing is fetched
     extractors = {"reader": load_extractor(args.reader), "trafilatura": trafilatura_plain()}
     print(f"\n### Extraction quality: {len(pages)} pages (benchmarks/data/extraction), "
           f"reader = {args.reader}\n")
