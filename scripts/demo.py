@@ -39,13 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from demo_common import first_sentence, quiet_model_libraries  # noqa: E402  (scripts/ is on sys.path)
+from demo_common import ensure_tiny_models, first_sentence, quiet_model_libraries  # noqa: E402  (scripts/ on sys.path)
 
 from orig_local.config import load_config, save_config  # noqa: E402
 from orig_local.llm import make_chat_model, system, user  # noqa: E402
 from orig_local.llm.local_server import transformers_server  # noqa: E402
 from orig_local.paths import tiny_models_dir  # noqa: E402
-from orig_local.tiny.build import build_all  # noqa: E402
 
 log = logging.getLogger("demo")
 
@@ -103,9 +102,9 @@ def run_agent_demo(config, out_dir: Path, step: str) -> dict:
     }
     image = "image.png" if result.image is not None else "NO image"
     print(f"{step}: {result.status}, stop={result.stop_reason}, rounds={result.rounds}, "
-          f"{summary['references']} refs, {summary['prompt_words']}-word prompt, {image}")
+          f"{summary['references']} refs, {summary['prompt_words']}-word prompt, {image}, "
+          f"{summary['stage_errors']} stage error(s)" + (", one line per stage:" if errors else ""))
     if errors:
-        print(f"    {summary['stage_errors']} stage error(s), one line per stage:")
         for line in errors:
             print(f"      {line}")
     if result.status == "failed" and result.failure:
@@ -129,12 +128,11 @@ def main() -> int:
         # each stage error is summarised below from the trace (one line per stage)
         logging.getLogger("orig_local.agent.stages").setLevel(logging.ERROR)
     args.out.mkdir(parents=True, exist_ok=True)
-    print("ORIG demo, offline: tiny random-weight models (images are noise) + a bundled corpus of fictional "
-          "entities")
-    print(f"prompt: {DEMO_PROMPT!r}")
+    print(f"ORIG demo, offline (tiny random-weight models: images are noise; a bundled corpus of fictional "
+          f"entities), prompt: {DEMO_PROMPT!r}")
 
     t0 = time.perf_counter()
-    build_all(tiny_models_dir())  # idempotent: only missing tiny models are built
+    ensure_tiny_models()  # idempotent: only missing tiny models are built
     model_dir = tiny_models_dir() / "qwen2_5_vl"
     summary: dict = {}
     with transformers_server(model_dir, log_path=args.out / "server.log") as server:

@@ -29,3 +29,18 @@ def first_sentence(error: str, limit: int = 110) -> str:
     """An error's first sentence, cut to one short line (the trace keeps the whole text)."""
     head = re.sub(r"\s*\([^()]*\)", "", error.split("; ", 1)[0].split("\n", 1)[0]).strip()  # asides
     return head if len(head) <= limit else head[: limit - 1].rstrip() + "…"
+
+
+def ensure_tiny_models() -> None:
+    """Build the tiny models that are missing (idempotent), saying so first: the first build
+    takes minutes on CPU and would otherwise look like a hang."""
+    from orig_local.paths import tiny_models_dir
+    from orig_local.tiny import BUILDERS
+    from orig_local.tiny.build import MARKER, build_all
+
+    root = tiny_models_dir()
+    missing = [name for name in BUILDERS if not (root / name / MARKER).is_file()]
+    if missing:
+        print(f"building {len(missing)} tiny random-weight model(s) into {root} (once; minutes on CPU)",
+              flush=True)
+    build_all(root)

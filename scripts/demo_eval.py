@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from demo_common import first_sentence, quiet_model_libraries  # noqa: E402  (scripts/ is on sys.path)
+from demo_common import ensure_tiny_models, first_sentence, quiet_model_libraries  # noqa: E402  (scripts/ on sys.path)
 
 DIAGNOSTIC = "demo diagnostic (word match; not a paper metric)"
 _STOP = set("""a an the of in on and with at to is are for by its it as from or that this these those be
@@ -253,10 +253,8 @@ def main() -> int:
     from orig_local.evaluation.phases import default_phases
     from orig_local.evaluation.report import build_report
     from orig_local.labels import TINY
-    from orig_local.paths import tiny_models_dir
-    from orig_local.tiny.build import build_all
 
-    build_all(tiny_models_dir())  # idempotent: only missing tiny models are built
+    ensure_tiny_models()  # idempotent: only missing tiny models are built
     items = load_benchmark("jsonl", mini_path())
     n_questions = sum(len(i.questions) for i in items)
     print(f"mini benchmark: {len(items)} prompts, {n_questions} questions about fictional entities only the "
