@@ -87,6 +87,7 @@ def test_demo_explains_why_image_scores_do_not_differ_and_shows_a_false_verdict(
     judged = [json.loads(x) for x in (out / "eval" / "direct" / "judge.jsonl").read_text().splitlines()]
     wrong = [v for r in judged for v in r["verdicts"] if v["correct"] is False]
     assert [v["qid"] for v in wrong] == ["q5"] and wrong[0]["expected"] is False
+    assert "True (expected False)" in (out / "eval" / "report" / "gallery" / "direct.html").read_text()
     report = (out / "eval" / "report" / "report.md").read_text()
     assert "cannot differ" in report and "plain blue card → `False`" in report
     assert "Retrieval accuracy (Eq. 12)" in report and "machinery only" in report
