@@ -39,7 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from demo_common import ensure_tiny_models, first_sentence, quiet_model_libraries  # noqa: E402  (scripts/ on sys.path)
+from demo_common import (  # scripts/ is on sys.path
+    ensure_tiny_models,
+    first_sentence,
+    quiet_model_libraries,
+)
 
 from orig_local.config import load_config, save_config  # noqa: E402
 from orig_local.llm import make_chat_model, system, user  # noqa: E402

@@ -37,7 +37,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from demo_common import ensure_tiny_models, first_sentence, quiet_model_libraries  # noqa: E402  (scripts/ on sys.path)
+from demo_common import (  # scripts/ is on sys.path
+    ensure_tiny_models,
+    first_sentence,
+    quiet_model_libraries,
+)
 
 DIAGNOSTIC = "demo diagnostic (word match; not a paper metric)"
 _STOP = set("""a an the of in on and with at to is are for by its it as from or that this these those be
@@ -177,10 +181,10 @@ def _pct(value: str | None, scale: float = 1.0) -> str:
 def demo_section(items, runs, table, colours, check, wrong, acc_rows, ret_rows, labels) -> str:
     """The report's first section: what differs between the runs, and why the scores don't."""
     lines = ["## Demo: what differs between the runs, and why the image scores do not", ""]
-    lines += [f"Stand-ins: {labels}. Nothing here measures ORIG's quality: it shows the pipeline "
-              "and where a difference comes from.", ""]
-    lines += [f"**Gold facts reaching the evidence and the final prompt** — {DIAGNOSTIC}: a fact counts "
-              "when at least 3/4 of its content words beyond the item's own prompt appear in the text.", ""]
+    lines += [(f"Stand-ins: {labels}. Nothing here measures ORIG's quality: it shows the pipeline "
+               "and where a difference comes from."), ""]
+    lines += [(f"**Gold facts reaching the evidence and the final prompt** — {DIAGNOSTIC}: a fact counts "
+               "when at least 3/4 of its content words beyond the item's own prompt appear in the text."), ""]
     names = list(runs)
     head = ["item", "gold facts"] + [f"{n}: in evidence" for n in names] + [f"{n}: in final prompt" for n in names]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
