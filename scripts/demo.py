@@ -105,12 +105,14 @@ def run_agent_demo(config, out_dir: Path, step: str) -> dict:
         "image": str(out_dir / "image.png") if result.image is not None else None,
     }
     image = "image.png" if result.image is not None else "NO image"
-    print(f"{step}: {result.status}, stop={result.stop_reason}, rounds={result.rounds}, "
-          f"{summary['references']} refs, {summary['prompt_words']}-word prompt, {image}, "
-          f"{summary['stage_errors']} stage error(s)" + (", one line per stage:" if errors else ""))
-    if errors:
-        for line in errors:
-            print(f"      {line}")
+    head = (f"{step}: {result.status}, stop={result.stop_reason}, rounds={result.rounds}, "
+            f"{summary['references']} refs, {summary['prompt_words']}-word prompt, {image}")
+    if not errors and result.status != "failed":
+        print(f"{head} -> {out_dir}/trace.html")
+        return summary
+    print(f"{head}, {summary['stage_errors']} stage error(s)" + (", one line per stage:" if errors else ""))
+    for line in errors:
+        print(f"      {line}")
     if result.status == "failed" and result.failure:
         print(f"    {result.failure.split(' (', 1)[0]}: prompt.txt falls back to the evidence gathered")
     print(f"    -> {out_dir}/trace.html")

@@ -83,6 +83,7 @@ def fact_table(items, runs: dict[str, Path]) -> dict:
     """Per item and run: gold facts found in the evidence texts and in the final prompt."""
     import json
 
+    from orig_local.evaluation.phases.loop import row_status
     from orig_local.evaluation.rundir import read_phase
 
     table: dict = {}
@@ -96,7 +97,7 @@ def fact_table(items, runs: dict[str, Path]) -> dict:
                 ev = json.loads((run_dir / row["evidence"]).read_text(encoding="utf-8"))
                 evidence = "\n".join(ev.get("texts", []))
             cell = {"facts": 0, "in_evidence": 0, "in_prompt": 0, "dropped": [], "words": len(prompt.split()),
-                    "retrieved": bool(row.get("evidence")), "failed": not prompt}
+                    "retrieved": bool(row.get("evidence")), "failed": not prompt or row_status(row) == "failed"}
             for fact in item.facts:
                 in_prompt = fact_reaches(fact.text, item.prompt, prompt)
                 if in_prompt is None:
@@ -176,6 +177,15 @@ def _pct(value: str | None, scale: float = 1.0) -> str:
         return f"{float(value) * scale:.1f}"
     except (TypeError, ValueError):
         return "–"
+
+
+def _fact_summary(name: str, cells: dict) -> str:
+    found, in_prompt, total = _totals(cells)
+    text = f"{name} {in_prompt}/{total}"
+    text += f" (found {found} in its evidence)" if any(c["retrieved"] for c in cells.values()) else \
+        " (no retrieval: the raw prompt)"
+    failed = sum(c["failed"] for c in cells.values())
+    return text + (f" [{failed} item(s) failed in the agent phase: no ORIG prompt]" if failed else "")
 
 
 def demo_section(items, runs, table, colours, check, wrong, acc_rows, ret_rows, labels) -> str:
@@ -314,9 +324,7 @@ def main() -> int:
     report.write_text(text + "\n" + section if at < 0 else text[:at + 1] + section + text[at:], encoding="utf-8")
 
     print(f"What differs — gold facts reaching the final prompt, {DIAGNOSTIC}:")
-    print("    " + "; ".join(
-        f"{n} {t[1]}/{t[2]}" + (f" (found {t[0]} in its evidence)" if t[0] else " (no retrieval: the raw prompt)")
-        for n, t in ((n, _totals(table[n])) for n in runs)))
+    print("    " + "; ".join(_fact_summary(n, table[n]) for n in runs))
     acc = ", ".join(f"{n} {_pct((acc_rows.get(n) or {}).get('All'))}" for n in runs)
     print(f"Image accuracy (All): {acc} — cannot differ for a real reason: the tiny generator draws the "
           f"same-coloured noise for every prompt and the tiny judge answers by colour")
