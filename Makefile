@@ -25,12 +25,14 @@ tiny-models: install
 	$(PY) scripts/make_tiny_models.py
 
 # The main job offline: chat round trip over a real server, the agent on one prompt (tiny
-# backbone and a simulated one), then the 3-item mini benchmark through all eval phases.
-demo: tiny-models
+# backbone and a simulated one), then the 3-item mini benchmark through all eval phases and
+# what differs between direct and orig. A short story (< 25 lines; tests/test_eval_demo.py);
+# the scripts build missing tiny models themselves and say so.
+demo: install
 	$(PY) scripts/demo.py --out $(DEMO_OUT) --quiet
 	$(PY) scripts/demo_eval.py --out $(DEMO_OUT)/eval --quiet
 
-demo-eval: tiny-models
+demo-eval: install
 	$(PY) scripts/demo_eval.py --out $(DEMO_OUT)/eval
 
 test: install

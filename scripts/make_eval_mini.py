@@ -2,7 +2,9 @@
 orig_local/evaluation/data/mini.jsonl (our JSONL format) + small drawn reference images.
 
 The items are about entities of the bundled demo corpus (orig_local/demo_corpus), so the
-offline agent can retrieve their facts. Deterministic; rerun after editing.
+offline agent can retrieve their facts. One question is a false statement (``"answer": false``):
+the tiny judge answers by colour and says "true" to the demo's reddish noise images, so the demo
+shows a wrong verdict with a known cause. Deterministic; rerun after editing.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ ITEMS = [
             {"id": "q3", "text": "True or False: The sky shows dusk, with the light lit.", "concept": "TC"},
             {"id": "q4", "text": "True or False: The lighthouse looks like the one in the reference image.",
              "concept": "PF", "modality": "image", "reference_image": "mini_refs/mini_landmark_0.png"},
+            # A false statement (the corpus says the light flashes green): a judge that answers
+            # "true" whatever the image shows gets it wrong, so the demo shows a wrong verdict.
+            {"id": "q5", "text": "True or False: The lighthouse's light flashes red.", "concept": "PF",
+             "answer": False},
         ],
     },
     {

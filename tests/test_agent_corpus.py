@@ -50,7 +50,7 @@ def test_cli_offline_with_the_simulated_backbone(tmp_path):
 
     out = tmp_path / "run"
     rc = main(["-q", "generate", PROMPT, "--offline", "-s", "backbone.backend=simulated",
-               "-s", "cache_dir=''", "--out", str(out)])
+               "-s", "cache_dir=''", "-s", "generator.preset=null", "--out", str(out)])  # image: test_generate_offline_image
     assert rc == 0
     data = json.loads((out / "trace.json").read_text())
     assert data["stop_reason"] == "sufficient" and "hexagonal" in data["final_prompt"]

@@ -215,7 +215,8 @@ def test_generate_never_exits_0_on_a_raw_prompt_fallback(tmp_path, capsys):
     url = f"http://127.0.0.1:{free_port()}/v1"
     args = ["-q", "generate", "A Quillon glassback beetle on a leaf", "--offline", "--condition", "orig",
             "-s", "backbone.backend=openai", "-s", f"backbone.base_url={url}", "-s", "backbone.model=x",
-            "-s", "backbone.connect_retries=0", "-s", "agent.dedup=false", "-s", "cache_dir=''"]
+            "-s", "backbone.connect_retries=0", "-s", "agent.dedup=false", "-s", "cache_dir=''",
+            "-s", "generator.preset=null"]
     assert main(args + ["--out", str(tmp_path / "a")]) == 1
     captured = capsys.readouterr()
     assert "FAILED" in captured.err and "ChatConnectionError" in captured.err

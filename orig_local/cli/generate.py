@@ -46,6 +46,14 @@ def run(args) -> int:
     print(f"\nwrote {out}/ (trace.html, trace.json, prompt.txt"
           + (", image.png" if result.image is not None else "")
           + f", {len(result.references)} reference image(s))")
+    # Where the image is, or why there is none (a missing image must not pass unnoticed).
+    if result.image is not None:
+        print(f"image: {out}/image.png")
+    elif config.generator.preset or config.generator.model:
+        print("image: none - the generator failed (its error is in trace.html)", file=sys.stderr)
+    else:
+        print("image: none - no generator configured (-s generator.preset=NAME; `orig models --role generator`)",
+              file=sys.stderr)
     print(f"condition={result.condition} status={result.status} stop={result.stop_reason} rounds={result.rounds} "
           f"stage errors={len(result.trace.errors())}" + (f" error={result.error}" if result.error else ""))
     for note in result.notes:
