@@ -190,6 +190,7 @@ async def test_real_clip_preset_ranks_demo_images(local_config, tmp_path):
 
     try:
         embedder = OpenClipEmbedder.from_config(EmbedConfig(preset="clip-vit-b-32", device="cpu"))
+        embedder.model  # noqa: B018 - the weights load on first use: load them here
     except Exception as exc:  # noqa: BLE001 - no weights offline: nothing to test here
         pytest.skip(f"real CLIP weights not available: {exc}")
     r = Retriever.from_config(local_config.retrieval, cache_dir=tmp_path, embedder=embedder)
