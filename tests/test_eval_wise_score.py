@@ -301,3 +301,17 @@ def test_a_run_judged_with_fewer_wise_protocols_is_checked_against_those(repo, t
                generator=ColourByIdGenerator(), judge=judge)
     res = load_run(run)
     assert res.benchmark_checked and res.data_errors == [] and len(res.prompts) == len(items)
+
+
+def test_ids_and_classes_restrict_the_wise_table_like_every_other_table(repo, tmp_path):
+    run, items = _run(repo, tmp_path)
+    every = run_summary(run, "verified")
+    bio = run_summary(run, "verified", classes=["Biology"])  # the data's own spelling works too
+    assert sum(bio.scored.values()) == sum(it.category == "biology" for it in items) > 0
+    assert bio.categories["biology"] == pytest.approx(every.categories["biology"])
+    assert math.isnan(bio.categories["cultural"]) and math.isnan(bio.overall)  # Overall needs all six
+    science = run_summary(run, "verified", classes=["natural science"])
+    assert {c for c, n in science.scored.items() if n} == {"biology", "physics", "chemistry"}
+    one = run_summary(run, "verified", ids=[items[0].id])
+    assert sum(one.scored.values()) == 1
+    assert "| — |" in wise_report([run], "verified", classes=["biology"])

@@ -92,7 +92,8 @@ def run(args) -> int:
     print(Path(written["accuracy"]).read_text(encoding="utf-8"))
     from orig_local.evaluation.wise_score import wise_report
 
-    wise = wise_report(args.runs, args.wise_score, args.judge_name, args.errors, out=Path(written["accuracy"]).parent)
+    wise = wise_report(args.runs, args.wise_score, args.judge_name, args.errors, out=Path(written["accuracy"]).parent,
+                       ids=_csv_list(args.ids), classes=_csv_list(args.classes))
     if wise:
         print(wise)
     for name, path in written.items():

@@ -183,12 +183,15 @@ def is_wise_run(run_dir: str | Path, judge_name: str | None = None) -> bool:
 
 
 def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str | None = None,
-                errors: str = "exclude") -> WiseSummary:
+                errors: str = "exclude", ids: Sequence[str] | None = None,
+                classes: Sequence[str] | None = None) -> WiseSummary:
     """One run's WISE score. ``score=None``: the release's own (Verified -> ``verified``,
-    legacy -> ``wiscore``) when judged, else the first judged of verified, wiscore, statement."""
+    legacy -> ``wiscore``) when judged, else the first judged of verified, wiscore, statement.
+    ``ids`` / ``classes`` (categories or domains, as ``orig eval --classes``) restrict the items;
+    Overall then needs all six categories still, so a class selection shows categories only."""
     from orig_local.evaluation.rundir import read_meta
 
-    rows = _judge_rows(Path(run_dir), judge_name)
+    rows = _select(_judge_rows(Path(run_dir), judge_name), ids, classes)
     judged = judged_scores(rows)
     if score is None:
         own = {"verified": "verified", "legacy": "wiscore"}.get(_release(read_meta(Path(run_dir))) or "")
@@ -199,6 +202,18 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
                         f"judge with eval.wise_judge including {score!r} (--set eval.wise_judge=[{score}] "
                         "--phase judge --retry-errors into a new --judge-name)")
     return summarize(rows, score, errors, release=_release(read_meta(Path(run_dir))))
+
+
+def _select(rows: list[dict], ids: Sequence[str] | None, classes: Sequence[str] | None) -> list[dict]:
+    if ids:
+        wanted_ids = set(ids)
+        rows = [r for r in rows if r.get("id") in wanted_ids]
+    if classes:
+        from orig_local.evaluation.loaders.wise import class_filter
+
+        wanted = class_filter(classes) or set()
+        rows = [r for r in rows if r.get("category") in wanted]
+    return rows
 
 
 def _judge_rows(run_dir: Path, judge_name: str | None) -> list[dict]:
@@ -238,7 +253,8 @@ def format_table(summaries: Sequence[tuple[str, WiseSummary]]) -> str:
 
 
 def wise_report(run_dirs: Sequence[str | Path], score: str | None = None, judge_name: str | None = None,
-                errors: str = "exclude", out: str | Path | None = None) -> str | None:
+                errors: str = "exclude", out: str | Path | None = None, ids: Sequence[str] | None = None,
+                classes: Sequence[str] | None = None) -> str | None:
     """The WISE table for the WISE runs among ``run_dirs`` (None when there are none); also
     written to ``out/wise.md`` when ``out`` is given. ``judge_name`` may list several judges
     ("default,qwen7b") like ``orig report``."""
@@ -250,7 +266,7 @@ def wise_report(run_dirs: Sequence[str | Path], score: str | None = None, judge_
         for name in names:
             if is_wise_run(d, name):
                 label = run_label(Path(d)) + (f" [{name or 'default'}]" if len(names) > 1 else "")
-                summaries.append((label, run_summary(d, score, name, errors)))
+                summaries.append((label, run_summary(d, score, name, errors, ids=ids, classes=classes)))
     if not summaries:
         if score is not None:
             raise DataError("--wise-score: none of these runs is a WISE run")
