@@ -297,24 +297,26 @@ class ParseWorkers:
             raise
         self._give_back(worker)
 
-    def _take_idle(self) -> _Worker | None:
-        with self._lock:
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.alive():
-                    return worker
-                self._all.remove(worker)
+    def _pop_idle(self) -> _Worker | None:
+        """A live idle worker (dead ones are dropped), or None. The caller holds the lock."""
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive():
+                return worker
+            self._all.remove(worker)
         return None
 
-    def _take(self) -> _Worker:
+    def _take_idle(self) -> _Worker | None:
         with self._lock:
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.alive():
-                    return worker
-                self._all.remove(worker)
-            worker = _Worker()
-            self._all.append(worker)
+            return self._pop_idle()
+
+    def _take(self) -> _Worker:
+        """An idle worker, else a newly started one (blocking: call from a thread)."""
+        with self._lock:
+            worker = self._pop_idle()
+            if worker is None:
+                worker = _Worker()
+                self._all.append(worker)
             return worker
 
     def _give_back(self, worker: _Worker) -> None:
