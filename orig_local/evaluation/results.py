@@ -24,7 +24,7 @@ from pathlib import Path
 
 from orig_local.errors import DataError
 from orig_local.evaluation.jsonl_store import read_rows
-from orig_local.evaluation.rundir import phase_file, run_label, shard_files
+from orig_local.evaluation.rundir import check_run_dir, phase_file, run_label, shard_files
 from orig_local.evaluation.scoring import PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
 
 log = logging.getLogger(__name__)
@@ -231,12 +231,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     from orig_local.evaluation.items import FIGEVAL_CLASSES
     from orig_local.evaluation.loaders.figeval import normalize_class
 
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise DataError(f"run folder not found: {run_dir}", hint="pass the --out folder of an `orig eval` run")
-    if not (run_dir / "run.json").is_file() and not any(run_dir.glob("*.jsonl")):
-        raise DataError(f"{run_dir} holds no run results (no run.json, no <phase>.jsonl)",
-                        hint="pass the --out folder of an `orig eval` run")
+    run_dir = check_run_dir(run_dir)  # missing or empty: a DataError
     meta = read_run_meta(run_dir)
     warnings: list[str] = []
     issues: list[DataIssue] = []
