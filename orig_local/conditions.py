@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orig_local.errors import UsageError
+
 
 @dataclass(frozen=True)
 class ConditionSpec:
@@ -46,7 +48,7 @@ def condition(name: str) -> ConditionSpec:
     try:
         return CONDITIONS[name]
     except KeyError:
-        raise ValueError(f"unknown condition {name!r}; conditions: {', '.join(CONDITION_NAMES)}") from None
+        raise UsageError(f"unknown condition {name!r}; conditions: {', '.join(CONDITION_NAMES)}") from None
 
 
 def standalone_conditions() -> list[str]:

@@ -20,10 +20,20 @@ def tiny_models_dir() -> Path:
     return Path(os.environ.get("ORIG_TINY_DIR") or orig_home() / "tiny-models")
 
 
-# Shipped inside the package (package data), so a wheel install has every preset.
-PRESETS_DIR = Path(__file__).resolve().parent / "model_presets"
+def _packaged_presets() -> Path:
+    """The model catalogue: ``models/`` at the top of a source checkout (where a user reads and
+    edits it), mapped into the wheel as ``orig_local/models/`` (setup.py's package_dir), so an
+    installed package finds it beside itself and a checkout finds it at its root."""
+    inside = Path(__file__).resolve().parent / "models"
+    return inside if inside.is_dir() else REPO_ROOT / "models"
 
 
-def models_dir() -> Path:
-    """Model presets (YAML): ``$ORIG_MODELS_DIR`` or the packaged ``orig_local/model_presets/``."""
-    return Path(os.environ.get("ORIG_MODELS_DIR") or PRESETS_DIR)
+PRESETS_DIR = _packaged_presets()
+
+
+def user_models_dir() -> Path | None:
+    """``$ORIG_MODELS_DIR``: a folder of presets of your own. Each file overrides the packaged
+    preset of the same name (or adds one); every other packaged preset stays available."""
+    value = os.environ.get("ORIG_MODELS_DIR")
+    return Path(value) if value else None
+

@@ -1,5 +1,6 @@
-"""Model presets: one YAML file per supported model in ``orig_local/model_presets/``
-(shipped inside the package; ``$ORIG_MODELS_DIR`` points at a folder of your own instead).
+"""Model presets: one YAML file per supported model in ``models/`` (the catalogue at the top of
+the repository, shipped in the wheel as ``orig_local/models/``). ``$ORIG_MODELS_DIR`` names a
+folder of your own: each file there overrides the packaged preset of the same name or adds one.
 
 A preset names the Hugging Face id (or ``tiny:<name>`` for a tiny model built locally by
 ``scripts/make_tiny_models.py``), the hub ``revision`` to load (None = the default branch),
@@ -25,7 +26,7 @@ from pydantic import Field
 
 from orig_local.configbase import ConfigError, StrictModel, read_yaml
 from orig_local.errors import OrigError
-from orig_local.paths import models_dir, tiny_models_dir
+from orig_local.paths import PRESETS_DIR, tiny_models_dir, user_models_dir
 
 if TYPE_CHECKING:
     from orig_local.generation.config import GeneratorConfig
@@ -114,9 +115,22 @@ def resolve_model_path(ref: str, build: bool = False) -> str:
     return prefix + str(tiny_models_dir() / name)
 
 
+def preset_dirs(directory: Path | None = None) -> list[Path]:
+    """The folders presets come from, first one wins: ``directory`` alone when given, else
+    ``$ORIG_MODELS_DIR`` (per file, like prompt templates) before the packaged catalogue."""
+    if directory is not None:
+        return [directory]
+    user = user_models_dir()
+    return [user, PRESETS_DIR] if user else [PRESETS_DIR]
+
+
+def preset_path(name: str, directory: Path | None = None) -> Path | None:
+    """The file preset ``name`` is read from (None if no folder has it)."""
+    return next((d / f"{name}.yaml" for d in preset_dirs(directory) if (d / f"{name}.yaml").is_file()), None)
+
+
 def list_presets(directory: Path | None = None) -> list[str]:
-    directory = directory or models_dir()
-    return sorted(p.stem for p in directory.glob("*.yaml"))
+    return sorted({p.stem for d in preset_dirs(directory) for p in d.glob("*.yaml")})
 
 
 @cache
@@ -130,11 +144,12 @@ def _load(path: str) -> Preset:
 
 
 def load_preset(name: str, directory: Path | None = None) -> Preset:
-    """Load ``<models_dir>/<name>.yaml``; the error lists the known presets."""
-    directory = directory or models_dir()
-    path = directory / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"unknown preset {name!r} (in {directory}); known: {', '.join(list_presets(directory))}")
+    """Load ``<name>.yaml`` from the first of :func:`preset_dirs` that has it; the error lists
+    the known presets."""
+    path = preset_path(name, directory)
+    if path is None:
+        where = " + ".join(map(str, preset_dirs(directory)))
+        raise ConfigError(f"unknown preset {name!r} (in {where}); known: {', '.join(list_presets(directory))}")
     return _load(str(path))
 
 

@@ -20,16 +20,19 @@ import orig_local
 from orig_local.cli import main
 from orig_local.configbase import ConfigError
 from orig_local.generation.config import GeneratorConfig
-from orig_local.paths import PRESETS_DIR, models_dir
+from orig_local.paths import PRESETS_DIR
 from orig_local.presets import generator_preset, list_presets, load_preset
 
 REPO = Path(__file__).resolve().parents[1]
 GATED = {"flux.1-dev", "flux.1-kontext-dev", "sd-3.5-large"}
 
 
-def test_presets_live_inside_the_package_and_all_load():
+def test_presets_live_in_the_models_catalogue_and_all_load(monkeypatch):
+    """A checkout reads the catalogue at its top (models/, the design card's layout); the wheel
+    test below finds the same files inside an installed package."""
+    monkeypatch.delenv("ORIG_MODELS_DIR", raising=False)
     package = Path(orig_local.__file__).parent
-    assert models_dir() == PRESETS_DIR and package in PRESETS_DIR.parents
+    assert PRESETS_DIR in (REPO / "models", package / "models")
     names = list_presets()
     assert {"qwen2.5-vl-7b", "qwen2.5-vl-72b", "qwen-image-edit-2509", "tiny-judge"} <= set(names)
     for name in names:
@@ -40,12 +43,24 @@ def test_presets_live_inside_the_package_and_all_load():
         assert preset.gated == (name in GATED), name
 
 
-def test_orig_models_dir_overrides_the_packaged_presets(tmp_path, monkeypatch, capsys):
-    shutil.copy(PRESETS_DIR / "tiny-judge.yaml", tmp_path / "tiny-judge.yaml")
+def test_orig_models_dir_overrides_per_file(tmp_path, monkeypatch, capsys):
+    """One preset of your own changes that preset and adds yours; the other 20 stay listed."""
+    packaged = list_presets()
+    text = (PRESETS_DIR / "tiny-judge.yaml").read_text()
+    (tmp_path / "tiny-judge.yaml").write_text(text.replace("name: tiny-judge", "name: tiny-judge\nnotes: mine"))
+    (tmp_path / "my-model.yaml").write_text(text.replace("name: tiny-judge", "name: my-model"))
     monkeypatch.setenv("ORIG_MODELS_DIR", str(tmp_path))
-    assert list_presets() == ["tiny-judge"]
-    with pytest.raises(ConfigError, match="known: tiny-judge"):
-        load_preset("qwen2.5-vl-7b")
+    assert list_presets() == sorted([*packaged, "my-model"])
+    assert load_preset("tiny-judge").notes == "mine"  # yours wins for the same name
+    assert load_preset("my-model").name == "my-model"
+    assert load_preset("qwen2.5-vl-7b").hf_id.startswith("Qwen/")  # packaged ones still load
+    with pytest.raises(ConfigError, match="known: .*my-model"):
+        load_preset("no-such-model")
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    marked = {line.split()[0] for line in out if line.endswith("[yours]")}
+    assert marked == {"tiny-judge", "my-model"}
+    assert len([ln for ln in out[1:] if ln.split() and ln.split()[0] in list_presets()]) == len(packaged) + 1
 
 
 def test_orig_models_marks_gated_models(capsys):
@@ -192,7 +207,8 @@ def test_built_wheel_installed_elsewhere_lists_every_preset(tmp_path):
     """The default backbone preset must resolve from `pip install .`, not only from a checkout."""
     src = tmp_path / "src"
     shutil.copytree(REPO / "orig_local", src / "orig_local", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    shutil.copytree(REPO / "models", src / "models")
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(REPO / name, src / name)
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",

@@ -35,7 +35,24 @@ def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = No
     * ``generator``: ``make_generator(config.generator)`` when ``generator.preset`` is set;
     * ``dedup``: CLIP near-duplicate removal (``agent.dedup``), only for retrieval conditions;
       its embedder is shared with the local search backend.
-    Pass ``generator=False`` / ``dedup=False`` to force them off."""
+    Pass ``generator=False`` / ``dedup=False`` to force them off.
+
+    Example (offline: the labelled ``simulated`` backbone over the bundled demo corpus)::
+
+        >>> import asyncio
+        >>> from orig_local import load_config
+        >>> from orig_local.agent.factory import build_agent
+        >>> config = load_config(["offline"], ["backbone.backend=simulated", "generator.preset=null"])
+        >>> async def enrich(prompt):
+        ...     agent = build_agent(config)
+        ...     try:
+        ...         return await agent.run(prompt)
+        ...     finally:
+        ...         await agent.aclose()
+        >>> result = asyncio.run(enrich("The Veltrane Harbor Lighthouse at dusk"))
+        >>> result.status, result.condition
+        ('ok', 'orig')
+    """
     from orig_local.agent.agent import Agent
     from orig_local.config import Config
 
@@ -159,7 +176,19 @@ def run_agent(prompt: str, config: Config | str | Path | None = None, out_dir: s
               **kwargs: Any) -> AgentResult:
     """Synchronous :func:`arun_agent` (for scripts and notebooks without an event loop).
 
-    ``config``: a Config, or a packaged config name / YAML path (e.g. ``"offline"``)."""
+    ``config``: a Config, or a packaged config name / YAML path (e.g. ``"offline"``).
+
+    Example (offline: the labelled ``simulated`` backbone, bundled demo corpus, no generator;
+    give ``generator.preset=<preset>`` and ``out_dir`` to get the image and the trace)::
+
+        >>> from orig_local import load_config, run_agent
+        >>> config = load_config(["offline"], ["backbone.backend=simulated", "generator.preset=null"])
+        >>> result = run_agent("The Veltrane Harbor Lighthouse at dusk", config)
+        >>> result.status, result.stop_reason
+        ('ok', 'sufficient')
+        >>> "teal and orange" in result.final_prompt   # a fact only the corpus knows
+        True
+    """
     if isinstance(config, (str, Path)):
         from orig_local.config import load_config
 

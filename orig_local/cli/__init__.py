@@ -98,8 +98,6 @@ def _user_error(exc: BaseException) -> str | None:
     cached = model_not_cached(exc)
     if cached is not None:
         return cached.one_line()
-    if type(exc).__name__ in ("RunMismatch", "BenchmarkFormatError", "LabelsError"):
-        return _one_line(exc)  # user-fixable errors from modules that predate OrigError
     import json
 
     if isinstance(exc, OSError) and exc.filename and exc.strerror:  # disk full, permissions...

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from orig_local.embeddings.config import EmbedConfig
+from orig_local.errors import UsageError
 from orig_local.imagehash import pixels_sha256
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,8 @@ class OpenClipEmbedder:
         else:
             preset = load_preset(config.preset)
             if preset.open_clip is None:
-                raise ValueError(f"preset {config.preset!r} has no open_clip section")
+                raise UsageError(f"preset {config.preset!r} has no open_clip section",
+                                 hint="pick an embedder preset: `orig models`")
             model_name = resolve_model_path(preset.open_clip.model_name, build=True)
             pretrained, label = preset.open_clip.pretrained, preset.name
         cache = None

@@ -200,6 +200,19 @@ class Judge:
     """Answers benchmark questions about generated images with a chat model.
 
     ``chat`` is any :class:`orig_local.llm.BaseChatModel` (openai / transformers / scripted).
+
+    Example (a scripted chat model stands in for the VLM; it replies ``true``)::
+
+        >>> import asyncio
+        >>> from PIL import Image
+        >>> from orig_local.evaluation import Judge, Question
+        >>> from orig_local.llm.config import ChatConfig
+        >>> from orig_local.llm.scripted import ScriptedChatModel
+        >>> judge = Judge(ScriptedChatModel(ChatConfig(backend="scripted"), replies=["true"]))
+        >>> question = Question(id="q1", text="Is the card red?", concept="PF")
+        >>> verdict = asyncio.run(judge.judge_question(question, Image.new("RGB", (64, 64), "red")))
+        >>> verdict.answer, verdict.correct, verdict.error
+        (True, True, None)
     """
 
     def __init__(self, chat: BaseChatModel, answer_format: AnswerFormat = "bool", logprobs: int = 0,

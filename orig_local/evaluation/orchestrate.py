@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orig_local.errors import OrigError
+from orig_local.errors import OrigError, UsageError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
 from orig_local.evaluation.phases.agent import run_agent_phase
@@ -73,7 +73,7 @@ def build_agent_fn(config: Config) -> tuple[AgentFn, Callable[[], Awaitable[None
 
 def build_generator(config: Config) -> Generator:
     if not (config.generator.preset or config.generator.model):
-        raise ValueError("no generator preset: pass --generator <preset> or set generator.preset")
+        raise UsageError("no generator preset: pass --generator <preset> or set generator.preset")
     from orig_local.generation import make_generator
 
     return make_generator(config.generator, progress=config.progress)

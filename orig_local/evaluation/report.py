@@ -550,7 +550,25 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     restrict the tables (unknown ones are an error). Returns the written paths by name.
 
     Nothing is written (no folder created) when a run folder is missing or unreadable, or
-    when runs judged by different judges would be compared without ``allow_mixed_judges``."""
+    when runs judged by different judges would be compared without ``allow_mixed_judges``.
+
+    Example (the bundled 3-item mini benchmark with tiny random-weight models: the numbers
+    test the machinery only, and the report says so)::
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from orig_local import load_config
+        >>> from orig_local.evaluation import build_report, load_benchmark, run_phases
+        >>> from orig_local.evaluation.data import mini_path
+        >>> config = load_config(["offline"], ["agent.condition=direct", "progress=false"])
+        >>> run = Path(tempfile.mkdtemp()) / "direct"
+        >>> summaries = run_phases(config, run, load_benchmark("jsonl", mini_path()))
+        >>> [(s.phase, s.failed) for s in summaries]
+        [('agent', 0), ('generate', 0), ('judge', 0)]
+        >>> paths = build_report([run])
+        >>> "tiny random-weight models" in paths["report"].read_text()
+        True
+    """
     if not run_dirs:
         raise UsageError("no run folder given", hint="orig report RUN [RUN ...]")
     # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.

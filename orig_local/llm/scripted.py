@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from orig_local.errors import DataError
 from orig_local.llm.base import BaseChatModel, Completion, Message, Usage
 from orig_local.llm.config import ChatConfig
 
@@ -59,9 +60,13 @@ class ScriptedChatModel(BaseChatModel):
 
 def _load_script(path: str) -> list[str]:
     p = Path(path)
-    if p.suffix == ".jsonl":
-        return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-    data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    try:
+        if p.suffix == ".jsonl":
+            return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (ValueError, yaml.YAMLError) as exc:  # JSONDecodeError is a ValueError
+        raise DataError(f"{path}: the backbone script does not parse ({' '.join(str(exc).split())})") from None
     if not isinstance(data, list):
-        raise ValueError(f"{path}: a script is a list of replies")
+        raise DataError(f"{path}: a backbone script is a list of replies, got {type(data).__name__}",
+                        hint="write one reply per list item (YAML) or per line (JSONL)")
     return [d if isinstance(d, str) else json.dumps(d) for d in data]

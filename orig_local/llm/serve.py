@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from orig_local.errors import OrigError
+from orig_local.errors import OrigError, UsageError
 from orig_local.llm.local_server import ServerProcess
 from orig_local.presets import Preset, ServeSpec, load_preset
 
@@ -58,7 +58,7 @@ def vllm_command(preset: Preset, *, vllm_bin: str = "vllm", host: str = "127.0.0
     of a repeated flag, so they override the preset's."""
     spec = preset.serve
     if spec is None:
-        raise ValueError(f"preset {preset.name!r} has no `serve` section (not a chat model?)")
+        raise UsageError(f"preset {preset.name!r} has no `serve` section (not a chat model?)")
     cmd = [
         vllm_bin, "serve", preset.path,
         "--host", host, "--port", str(port),

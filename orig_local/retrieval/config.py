@@ -11,7 +11,7 @@ from orig_local.configbase import StrictModel
 
 class SearchConfig(StrictModel):
     # Backends tried in order for each query (fallback chain); names from retrieval.BACKENDS.
-    chain: list[str] = Field(default_factory=lambda: ["ddgs", "wikimedia"])
+    chain: list[str] = Field(default_factory=lambda: ["ddgs", "wikimedia"], min_length=1)
     # Per-backend rate limiter: at least this many seconds between two calls to one backend.
     # ddgs users report 1-2 s spacing avoids most rate limits.
     min_interval_s: float = 1.0

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from orig_local.errors import DataError
+
 log = logging.getLogger(__name__)
 
 DEMO_CORPUS = Path(__file__).resolve().parents[1] / "demo_corpus"
@@ -63,7 +65,7 @@ def _read_jsonl(path: Path) -> list[dict]:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+                raise DataError(f"{path}:{n}: not JSON ({exc})") from None
     return rows
 
 
@@ -77,13 +79,13 @@ class Corpus:
         self._docs = {d.id: d for d in docs}
         self._images = {i.id: i for i in images}
         if len(self._docs) != len(docs) or len(self._images) != len(images):
-            raise ValueError(f"corpus {root}: duplicate document or image ids")
+            raise DataError(f"corpus {root}: duplicate document or image ids")
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Corpus:
         root = Path(path) if path else DEMO_CORPUS
         if not root.exists():
-            raise FileNotFoundError(f"corpus not found: {root}")
+            raise DataError(f"corpus not found: {root}", hint="build one with `orig corpus build`")
         if root.is_file():
             return cls(root, [cls._doc(r) for r in _read_jsonl(root)], [])
         docs = ([cls._doc(r) for r in _read_jsonl(root / "docs.jsonl")]

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from orig_local._lazy import load_object
+from orig_local.errors import UsageError
 from orig_local.tiny import BUILDERS
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def build_one(name: str, root: Path, force: bool = False) -> Path:
     import fcntl
 
     if name not in BUILDERS:
-        raise ValueError(f"unknown tiny model {name!r}; known: {list(BUILDERS)}")
+        raise UsageError(f"unknown tiny model {name!r}; known: {list(BUILDERS)}")
     out = Path(root) / name
     stamp = _stamp(name)
     if _is_complete(out, stamp) and not force:
@@ -62,5 +63,5 @@ def build_all(root: Path, only: list[str] | None = None, force: bool = False) ->
     names = only or list(BUILDERS)
     unknown = [n for n in names if n not in BUILDERS]
     if unknown:
-        raise ValueError(f"unknown tiny models {unknown}; known: {list(BUILDERS)}")
+        raise UsageError(f"unknown tiny models {unknown}; known: {list(BUILDERS)}")
     return {name: build_one(name, root, force) for name in names}

@@ -25,6 +25,14 @@ def load_benchmark(name: str, path: str | Path, classes: list[str] | None = None
     excluded from the 10-class table unless listed in ``classes`` or ``include_others``.
     ``options`` are loader-specific (WISE: ``variant="rewrite"``, ``protocols=[...]``); an
     option the loader does not know is an error, not ignored.
+
+    Example (the 3-item mini benchmark bundled for the demo)::
+
+        >>> from orig_local.evaluation import load_benchmark
+        >>> from orig_local.evaluation.data import mini_path
+        >>> items = load_benchmark("jsonl", mini_path())
+        >>> len(items), sorted({q.modality for item in items for q in item.questions})
+        (3, ['image', 'text'])
     """
     loader = resolve("benchmark", LOADERS, name)
     _check_options(name, loader, options)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orig_local.errors import UsageError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
 from orig_local.evaluation.rundir import phase_file
@@ -53,9 +54,9 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     try:
         i_, n_ = int(i), int(n)
     except ValueError:
-        raise ValueError(f"--shard wants i/n, e.g. 0/4; got {text!r}") from None
+        raise UsageError(f"--shard wants i/n, e.g. 0/4; got {text!r}") from None
     if not (n_ >= 1 and 0 <= i_ < n_):
-        raise ValueError(f"--shard {text}: need 0 <= i < n")
+        raise UsageError(f"--shard {text}: need 0 <= i < n")
     return (i_, n_)
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orig_local.errors import UsageError
 from orig_local.retrieval.base import ImageHit, SearchError, TextHit
-from orig_local.retrieval.evidence import EvidenceStore
+from orig_local.retrieval.evidence import EvidenceStore, SnapshotError
 
 
 class SnapshotBackend:
@@ -20,12 +21,14 @@ class SnapshotBackend:
     def __init__(self, store: EvidenceStore | str | Path):
         self.store = store if isinstance(store, EvidenceStore) else EvidenceStore(store)
         if not self.store.root.is_dir():
-            raise FileNotFoundError(f"no snapshot at {self.store.root}")
+            raise SnapshotError(f"no snapshot at {self.store.root}",
+                                hint="record one with -s retrieval.record=DIR, or `orig snapshot unpack`")
 
     @classmethod
     def from_config(cls, config, cache_dir=None, embedder=None) -> SnapshotBackend:
         if not config.replay:
-            raise ValueError("the snapshot backend needs retrieval.replay=<snapshot dir>")
+            raise UsageError("the snapshot backend needs a recorded snapshot",
+                             hint="add -s retrieval.replay=<snapshot dir>")
         return cls(config.replay)
 
     def _hits(self, kind: str, query: str) -> list[dict]:
