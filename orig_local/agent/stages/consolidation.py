@@ -38,6 +38,25 @@ class ConsolidationResult(BaseModel):
     failed: bool = False
 
 
+# A summary of N tokens comes back as JSON: evidence id lists, keys and quotes add ~40%, and a
+# model asked for "about N" writes up to ~1.3 N. Twice the target plus a fixed part for the
+# reason and the scaffolding covers both; the limit is sent with the call (max_tokens), so the
+# reply is never cut at a backbone default written for short replies (1,024).
+REPLY_PER_TARGET_TOKEN = 2
+REPLY_FIXED_TOKENS = 256
+
+
+def reply_plan(ctx: StageContext) -> tuple[int, int]:
+    """(summary tokens asked for, reply limit sent). The target is ``knowledge_tokens``, lowered
+    only when the backbone's window could not hold a reply that long beside the evidence (at
+    most a quarter of the window goes to the reply); the limit is at least the backbone's own
+    ``max_tokens``."""
+    base = int(getattr(getattr(ctx.chat, "config", None), "max_tokens", 0) or 0)
+    room = max(ctx.budget.context_tokens // 4, base)
+    target = max(min(ctx.config.knowledge_tokens, (room - REPLY_FIXED_TOKENS) // REPLY_PER_TARGET_TOKEN), 64)
+    return target, max(base, REPLY_PER_TARGET_TOKEN * target + REPLY_FIXED_TOKENS)
+
+
 async def consolidate(ctx: StageContext) -> ConsolidationResult:
     """Fold every pending entry into the summary, in as many calls as the window needs."""
     total = ConsolidationResult()
@@ -72,10 +91,11 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
         chunk[:] = pending[: ctx.budget.fitting(lines, left, at_least_one=True)]
         return "\n".join(lines[: len(chunk)])
 
+    target, reply_limit = reply_plan(ctx)
     out, record = await ctx.ask(
         stage="accumulation", step="consolidate", template="consolidate", schema=Consolidation,
-        variables={"target_tokens": ctx.config.knowledge_tokens},
-        fit=[("summary", render_previous), ("new_entries", render_new)],
+        variables={"target_tokens": target},
+        fit=[("summary", render_previous), ("new_entries", render_new)], reply_tokens=reply_limit,
     )
     record.evidence_ids = [t.id for t in chunk]
     if len(chunk) < len(pending):
@@ -83,7 +103,8 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
     result = ConsolidationResult(consolidated=[t.id for t in chunk])
     new_entries = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in chunk]
     if out is None:
-        record.notes.append("consolidation failed: new entries appended unmerged")
+        record.notes.append(f"consolidation failed: {len(new_entries)} new entries appended unmerged "
+                            "(later stages read them raw; K may be cut to fit)")
         kb.summary = previous + new_entries
         result.failed = True
     else:
