@@ -5,6 +5,9 @@ row."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from realistic_support import PROMPT, RealisticBackbone, planner, realistic_corpus
 
@@ -35,7 +38,7 @@ def test_consolidation_succeeds_first_time_at_defaults_and_realistic_size(run_at
     assert len(calls) >= 2  # one per round at least
     # The default backbone max_tokens is 1,024; a ~2,000-token summary needs more: it is sent.
     assert chat.config.max_tokens == 1024
-    for name, sent, wrote, cut in calls:
+    for _name, sent, wrote, cut in calls:
         assert not cut and wrote > 1024, (sent, wrote)
     records = [r for r in res.trace.records if r.step == "consolidate"]
     assert records and all(r.error is None and r.attempts == 1 for r in records)
@@ -54,3 +57,105 @@ def test_a_failed_consolidation_is_on_the_row_warning():
     assert res.status == "degraded"
     assert res.failure.startswith("knowledge consolidation failed") and "unmerged" in res.failure
     assert to_output(res).failure == res.failure  # the agent phase writes it as the row's warning
+
+
+# --------------------------------------------------------------------------- consolidation loses nothing
+
+GOLD = ["The Quillmere Tidal Observatory dome is sheathed in verdigris copper with violet glass ribs.",
+        "A zinc heron statue balances on the Quillmere Tidal Observatory weather mast.",
+        "The Quillmere Tidal Observatory entrance has twin basalt lions holding brass anchors.",
+        "Eleven saffron pennants fly from the Quillmere Tidal Observatory parapet.",
+        "The Quillmere Tidal Observatory clock face shows tide heights instead of hours.",
+        "Crimson shutters frame the Quillmere Tidal Observatory tide-gauge windows."]
+
+
+def _gold_corpus():
+    from realistic_support import SUBJECT, page_text
+
+    from orig_local.llm.simulated import SimulatedRetriever
+
+    text = " ".join(GOLD) + " " + page_text(0, "part0", 25_000, seed=7)  # a 25k-character page
+    return SimulatedRetriever([{"id": "gold", "title": f"{SUBJECT} guide", "text": text}], [])
+
+
+def _cited_ids(messages) -> list[list[str]]:
+    from orig_local.llm.simulated import _blocks
+
+    text = next(m for m in messages if m.role == "user").text
+    return [[e.strip() for e in i.split(",")] for i, _ in _blocks(text)]
+
+
+async def test_a_vague_statement_citing_every_id_loses_no_detail():
+    def vague(messages, schema):
+        ids = sorted({i for group in _cited_ids(messages) for i in group})
+        return json.dumps({"reason": "merged", "statements": [
+            {"evidence": ids, "text": "The Quillmere Tidal Observatory has many notable architectural features."}]})
+
+    def gold_facts(messages, schema):  # the filter extracts the six details of the page
+        return json.dumps({"reason": "about it", "relevant": True, "consistent": True, "facts": GOLD})
+
+    chat = RealisticBackbone({"Consolidation": vague, "TextFilter": gold_facts})
+    cfg = AgentConfig(condition="orig_txt", fixed_rounds=1)
+    res = await Agent(chat, _gold_corpus(), cfg, reference_capacity=0, prompt_max_tokens=512).run(PROMPT)
+    rec = next(r for r in res.trace.records if r.step == "consolidate")
+    assert rec.output["vague"] and not any("many notable" in f.text for f in res.knowledge.summary)
+    for fact in GOLD:  # every detail is still in K's summary and reaches P̂
+        assert any(fact in f.text for f in res.knowledge.summary), fact
+        assert fact.rstrip(".") in res.final_prompt, fact
+
+
+async def test_an_unsupported_detail_never_reaches_the_prompt():
+    from realistic_support import consolidation_reply
+
+    from orig_local.llm.tokens import default_counter
+
+    honest = consolidation_reply(default_counter())
+
+    def embellish(messages, schema):
+        reply = json.loads(honest(messages, schema))
+        st = next(s for s in reply["statements"] if "zinc heron" in s["text"])
+        st["text"] += " The heron wears a gilded crown shaped like a whale with ruby eyes."
+        return json.dumps(reply)
+
+    chat = RealisticBackbone({"Consolidation": embellish}, max_facts=6)
+    cfg = AgentConfig(condition="orig_txt", fixed_rounds=1)
+    res = await Agent(chat, _gold_corpus(), cfg, reference_capacity=0, prompt_max_tokens=512).run(PROMPT)
+    rec = next(r for r in res.trace.records if r.step == "consolidate")
+    assert any("whale" in s for s in rec.output["unsupported"])
+    assert "whale" not in res.final_prompt and "ruby" not in res.final_prompt
+    assert "zinc heron statue" in res.final_prompt  # its evidence is kept (carried over)
+
+
+async def test_coverage_is_per_evidence_id_across_rounds():
+    """Round 1 merges entries in pairs; round 2 rewrites each pair citing only its first id.
+    Every K entry must still be covered by a statement that keeps its details."""
+    from realistic_support import consolidation_reply
+
+    from orig_local.llm.tokens import default_counter
+
+    honest = consolidation_reply(default_counter())
+    calls = []
+
+    def sloppy(messages, schema):
+        from orig_local.llm.simulated import _blocks
+
+        calls.append(1)
+        blocks = _blocks(next(m for m in messages if m.role == "user").text)
+        if len(calls) == 1:  # pairs: one statement of two entries, citing both
+            pairs = [blocks[i:i + 2] for i in range(0, len(blocks), 2)]
+            return json.dumps({"reason": "pairs", "statements": [
+                {"evidence": [b[0] for b in p], "text": " ".join(b[1] for b in p)} for p in pairs]})
+        earlier = [(i.split(","), b) for i, b in blocks if "," in i]
+        new = json.loads(honest(messages, schema))["statements"]
+        new = [s for s in new if len(s["evidence"]) == 1 and "," not in s["evidence"][0]]
+        return json.dumps({"reason": "shortened", "statements": [
+            {"evidence": [ids[0]], "text": re.split(r"(?<=\.)\s+", b)[0]} for ids, b in earlier] + new})
+
+    chat = RealisticBackbone({"Plan": planner(3), "Consolidation": sloppy})
+    res = await _agent(chat).run(PROMPT)
+    assert len(calls) >= 2 and res.rounds == 2
+    summary = res.knowledge.summary
+    for t in res.knowledge.texts:
+        citing = [f for f in summary if t.id in f.evidence]
+        assert citing and any(t.text in f.text or f.text in t.text or t.text.split(": ", 1)[-1] in f.text
+                              for f in citing), (t.id, t.text[:80])
