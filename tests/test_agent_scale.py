@@ -159,3 +159,33 @@ async def test_coverage_is_per_evidence_id_across_rounds():
         citing = [f for f in summary if t.id in f.evidence]
         assert citing and any(t.text in f.text or f.text in t.text or t.text.split(": ", 1)[-1] in f.text
                               for f in citing), (t.id, t.text[:80])
+
+
+# --------------------------------------------------------------------------- loop deviations
+
+
+async def test_an_empty_first_round_searches_again_before_judging_sufficiency():
+    """Round 1 rejects every page (20-30k characters each); the paper's loop plans new
+    sub-queries instead of stopping with no_new_evidence, and round 2's facts are judged."""
+    from orig_local.llm.simulated import orig_responder
+
+    base = orig_responder()
+    judged: list[str] = []
+
+    def picky_filter(messages, schema):
+        text = next(m for m in messages if m.role == "user").text
+        if any(f"{topic} survey" in text for topic in ("wing0", "wing1", "wing2")):
+            return json.dumps({"reason": "another building", "relevant": False, "consistent": True, "facts": []})
+        return base(messages, schema)
+
+    def sufficiency(messages, schema):
+        judged.append(messages[-1].text)
+        return json.dumps({"reason": "enough", "missing": [], "sufficient": True})
+
+    chat = RealisticBackbone({"Plan": planner(3), "TextFilter": picky_filter, "Sufficiency": sufficiency})
+    cfg = AgentConfig(condition="orig_txt", bootstrap=False)  # adaptive, max_rounds 3
+    res = await Agent(chat, realistic_corpus(), cfg, reference_capacity=0, prompt_max_tokens=512).run(PROMPT)
+    assert res.stop_reason == "sufficient" and res.rounds == 2
+    assert len(judged) == 1 and "wing3" in judged[0]
+    assert all(t.source.round == 2 for t in res.knowledge.texts) and len(res.knowledge.texts) >= 12
+    assert any(r.step == "skipped" and r.stage == "sufficiency" and r.round == 1 for r in res.trace.records)

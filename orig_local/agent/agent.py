@@ -27,7 +27,7 @@ from orig_local.agent.stages.bootstrap import bootstrap
 from orig_local.agent.stages.consolidation import consolidate
 from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
-from orig_local.agent.stages.planning import plan_queries
+from orig_local.agent.stages.planning import fallback_queries, plan_queries
 from orig_local.agent.stages.refinement import Reference, RefinementResult, refine, unrefined
 from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
@@ -259,18 +259,26 @@ class Agent:
             plan = await plan_queries(ctx, missing)  # 4a. sub-questions and queries
             if plan.plan is None:
                 return "error", rnd - 1
-            if plan.queries == 0:
-                ctx.note("planning", "stop", "no new query to search")
-                return "no_new_evidence", rnd - 1
+            if plan.queries == 0:  # the round still runs: sub-questions, gaps, prompt aspects
+                fallback_queries(ctx, plan, missing)
+                if plan.queries == 0:
+                    ctx.note("planning", "stop", "no new query to search")
+                    return "no_new_evidence", rnd - 1
             raw = await retrieve_round(ctx, plan.text_queries, plan.image_queries)  # 4b. search
             added = await accumulate(ctx, raw)  # 4c. coarse filtering into K
             if cfg.accumulation_filter and cfg.consolidate:
                 await consolidate(ctx)  # 4c'. K -> a compact, deduplicated summary
             if cfg.fixed_rounds is not None:  # Table 4: fixed length, no sufficiency check
                 continue
-            if added.added == 0:
-                return "no_new_evidence", rnd
             sub_questions = [q.question for q in plan.plan.sub_questions]
+            if added.added == 0:
+                if ctx.searches and ctx.search_failures == ctx.searches:
+                    return "no_new_evidence", rnd  # the search service is down: more rounds cannot help
+                # Nothing passed the filters: nothing to judge, so (as the paper's loop) search
+                # again with new sub-queries until the round limit; the gaps carry over.
+                ctx.note("sufficiency", "skipped", "the round added nothing to K: planning new sub-queries")
+                missing = list(dict.fromkeys(missing + sub_questions))[:10]
+                continue
             verdict = (await evaluate_sufficiency(ctx, sub_questions)).decision  # 4d. enough?
             if verdict is None:
                 return "error", rnd
