@@ -189,3 +189,38 @@ async def test_an_empty_first_round_searches_again_before_judging_sufficiency():
     assert len(judged) == 1 and "wing3" in judged[0]
     assert all(t.source.round == 2 for t in res.knowledge.texts) and len(res.knowledge.texts) >= 12
     assert any(r.step == "skipped" and r.stage == "sufficiency" and r.round == 1 for r in res.trace.records)
+
+
+def _photo(seed: int):
+    """A 1024x768 photo-like picture (gradients and shapes, not a flat colour)."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:768, 0:1024]
+    img = np.stack([(x * (seed + 1) // 5) % 256, (y * 3 + seed * 40) % 256,
+                    ((x + y) // 4 + rng.integers(0, 30, (768, 1024))) % 256], axis=-1).astype("uint8")
+    return Image.fromarray(img)
+
+
+async def test_oracle_with_a_text_only_generator_describes_the_gold_images_in_words():
+    from orig_local.agent.agent import OracleEvidence
+
+    looks = ["teal tower wound with five orange spiral bands", "hexagonal lantern room with a copper cupola"]
+
+    def visual(messages, schema):  # the model sees which gold photo it is (its pixels)
+        images = next(m for m in messages if m.role == "user").images
+        which = [im.to_pil().getpixel((0, 0))[1] // 40 - 1 for im in images]
+        return json.dumps({"images": [{"image": i, "contributes": looks[w], "preserve": ["spiral bands"],
+                                       "ignore": ["sky"]} for i, w in enumerate(which, 1)]})
+
+    chat = RealisticBackbone({"VisualFeatures": visual})
+    gold = OracleEvidence(text=[GOLD[0], GOLD[1]], images=[_photo(1), _photo(2)])
+    for capacity, described in ((0, looks), (1, looks[1:])):
+        cfg = AgentConfig(condition="oracle")
+        res = await Agent(chat, None, cfg, reference_capacity=capacity, prompt_max_tokens=512).run(PROMPT, oracle=gold)
+        assert len(res.references) == capacity
+        for words in described:  # the gold images the generator does not get, in words
+            assert words in res.final_prompt, (capacity, res.final_prompt)
+        if capacity == 0:
+            assert "reference image" not in res.final_prompt.lower()

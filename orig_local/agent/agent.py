@@ -28,7 +28,7 @@ from orig_local.agent.stages.consolidation import consolidate
 from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
 from orig_local.agent.stages.planning import fallback_queries, plan_queries
-from orig_local.agent.stages.refinement import Reference, RefinementResult, refine, unrefined
+from orig_local.agent.stages.refinement import Reference, RefinementResult, describe_in_words, refine, unrefined
 from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.status import assess
@@ -218,7 +218,7 @@ class Agent:
 
         # 2. Oracle: the benchmark's gold text and images take the place of retrieval.
         elif cfg.spec.needs_oracle:
-            refined = self._load_oracle(ctx, oracle if oracle is not None else _oracle_of(item))
+            refined = await self._load_oracle(ctx, oracle if oracle is not None else _oracle_of(item))
             await self._construct(ctx, result, refined)
 
         elif cfg.retrieves:
@@ -308,9 +308,11 @@ class Agent:
         result.reference_notes = list(refined.references)
         result.text_features = list(refined.text_features)
 
-    def _load_oracle(self, ctx: StageContext, oracle: OracleEvidence | None) -> RefinementResult:
+    async def _load_oracle(self, ctx: StageContext, oracle: OracleEvidence | None) -> RefinementResult:
         """Gold evidence goes into K as is and is used as the refined evidence: it is already
-        curated, so neither filtering nor refinement may drop any of it."""
+        curated, so neither filtering nor refinement may drop any of it. Gold images the
+        generator does not take (all of them for a text-only generator) are described in
+        words (F^v into F^t), as refinement does for retrieved images."""
         if oracle is None:
             raise ValueError("the oracle condition needs OracleEvidence (run(..., oracle=...))")
         src = Source(url=oracle.source, round=0, origin="oracle")
@@ -321,11 +323,16 @@ class Agent:
             ctx.knowledge.add_image(ref.to_pil(), ref.png_sha256(), src, description="gold reference")
         limit = min(ctx.config.max_references, ctx.reference_capacity)
         images = ctx.knowledge.images[:limit]
-        if len(ctx.knowledge.images) > len(images):
-            ctx.note("extension", "oracle_cap", f"{len(ctx.knowledge.images) - len(images)} gold image(s) beyond "
-                     f"what the generator takes ({limit}) not passed")
+        rest = ctx.knowledge.images[len(images):]
+        features = [t.text for t in ctx.knowledge.texts]
+        if rest:
+            words = await describe_in_words(ctx, rest, features)
+            ctx.note("extension", "oracle_cap", f"{len(rest)} gold image(s) beyond what the generator takes "
+                     f"({limit}) not passed; {len(words)} described in words in the prompt",
+                     evidence_ids=[v.id for v in rest], output={"described": words})
+            features += words
         return RefinementResult(
-            text_features=[t.text for t in ctx.knowledge.texts],
+            text_features=features,
             references=[Reference(id=v.id, contributes=v.description) for v in images],
         )
 

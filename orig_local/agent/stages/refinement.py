@@ -157,7 +157,7 @@ async def _shortlist(ctx: StageContext, candidates: list[ImageEvidence]) -> list
 
 
 async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result: RefinementResult,
-                           as_references: bool = True) -> None:
+                           as_references: bool = True) -> bool:
     features, _ = await ctx.ask(
         stage="refinement", step="visual_features", template="refine_visual", schema=VisualFeatures,
         variables={
@@ -170,7 +170,7 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
         evidence_ids=[v.id for v in kept],
     )
     if features is None:
-        return
+        return False
     by_n = {f.image: f for f in features.images}
     for n, ref in enumerate(result.references, 1):
         f = by_n.get(n)
@@ -178,6 +178,19 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
             ok = [x for x in f.preserve if not looks_like_instruction(x)]
             ref.contributes = f.contributes if f.contributes and not looks_like_instruction(f.contributes) else ref.contributes
             ref.preserve, ref.ignore = ok, [x for x in f.ignore if not looks_like_instruction(x)]
+    return True
+
+
+async def describe_in_words(ctx: StageContext, images: list[ImageEvidence], text_features: list[str]) -> list[str]:
+    """F^v of images the generator will not receive, as words for F^t (a text-only generator,
+    or gold images beyond its capacity): at most one call's worth of images. Empty when the
+    call fails (the trace has its error)."""
+    images = images[: ctx.config.max_images_per_call]
+    described = RefinementResult(text_features=text_features,
+                                 references=[Reference(id=v.id, contributes=v.description) for v in images])
+    if not images or not await _visual_features(ctx, images, described, as_references=False):
+        return []
+    return [_as_words(r) for r in described.references]
 
 
 async def _dedup(ctx: StageContext, images: list[ImageEvidence]) -> list[ImageEvidence]:
