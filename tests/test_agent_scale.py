@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from realistic_support import PROMPT, RealisticBackbone, planner, realistic_corpus
+from realistic_support import PROMPT, SUBJECT, RealisticBackbone, planner, realistic_corpus
 
 from orig_local.agent.agent import Agent
 from orig_local.agent.config import AgentConfig
@@ -70,7 +70,7 @@ GOLD = ["The Quillmere Tidal Observatory dome is sheathed in verdigris copper wi
 
 
 def _gold_corpus():
-    from realistic_support import SUBJECT, page_text
+    from realistic_support import page_text
 
     from orig_local.llm.simulated import SimulatedRetriever
 
@@ -224,3 +224,27 @@ async def test_oracle_with_a_text_only_generator_describes_the_gold_images_in_wo
             assert words in res.final_prompt, (capacity, res.final_prompt)
         if capacity == 0:
             assert "reference image" not in res.final_prompt.lower()
+
+
+def _image_corpus(n: int = 6):
+    images = [{"id": f"img{i}", "caption": f"{SUBJECT} photo view{i // 3} seen from the quay {i}",
+               "image": _photo(i + 3), "doc_id": f"wing0-{i % 2}"} for i in range(n)]
+    return realistic_corpus(topics=2, images=images)
+
+
+@pytest.mark.parametrize("keep", [[], [{"reason": "shows the violet glass ribs of the dome", "image": 2}]])
+async def test_refinement_keeps_at_least_one_reference_when_images_passed(keep):
+    def refined(messages, schema):
+        return json.dumps({"features": ["copper dome with violet glass ribs"], "keep_images": keep})
+
+    chat = RealisticBackbone({"Plan": planner(1, image_queries=1), "RefinedText": refined})
+    cfg = AgentConfig(condition="orig", fixed_rounds=1, bootstrap=False)
+    res = await Agent(chat, _image_corpus(), cfg, reference_capacity=3, prompt_max_tokens=512).run(PROMPT)
+    passed = [v for v in res.knowledge.images]
+    assert passed and all(v.image.size == (1024, 768) for v in passed)
+    assert len(res.references) == 1  # never none when images passed the filter
+    rec = next(r for r in res.trace.records if r.step == "text_features")
+    if keep:
+        assert res.reference_notes[0].reason == keep[0]["reason"]
+    else:
+        assert any("kept no image" in n for n in rec.notes)
