@@ -248,3 +248,40 @@ async def test_refinement_keeps_at_least_one_reference_when_images_passed(keep):
         assert res.reference_notes[0].reason == keep[0]["reason"]
     else:
         assert any("kept no image" in n for n in rec.notes)
+
+
+def _citing_extension(messages, schema):
+    """P̂ citing the three references out of order, as models do: bare, ordinal and plural."""
+    from orig_local.llm.simulated import _after, _blocks
+
+    text = next(m for m in messages if m.role == "user").text
+    refs = [b.split(";")[0] for _, b in _blocks(_after(text, "\nReference images:"))]
+    parts = [f"{PROMPT}, drawn with the copper dome."]
+    if len(refs) >= 3:
+        parts += [f"As in image 3, show {refs[2]}.", f"The first image gives {refs[0]}.",
+                  f"Reference images 2 and 3 both frame the quay; reference image 2 is {refs[1]}."]
+    else:
+        parts += [f"The provided photo gives {refs[0]}.", "Keep the railings as in image 2."]
+    return json.dumps({"prompt": " ".join(parts)})
+
+
+@pytest.mark.parametrize("capacity", [3, 1])
+async def test_plural_bare_and_ordinal_citations_are_renumbered_to_the_right_images(capacity):
+    keep = [{"reason": "r", "image": n} for n in (3, 1, 2)]
+    chat = RealisticBackbone({"Plan": planner(1, image_queries=1), "Extension": _citing_extension,
+                              "RefinedText": lambda m, s: json.dumps({"features": ["copper dome"], "keep_images": keep})})
+    cfg = AgentConfig(condition="orig", fixed_rounds=1, bootstrap=False)
+    res = await Agent(chat, _image_corpus(), cfg, reference_capacity=capacity, prompt_max_tokens=512).run(PROMPT)
+    assert len(res.references) == capacity
+    captions = [v.description for v in res.references]
+    final = res.final_prompt
+    # every single citation names the picture it describes, under the new numbers
+    for m in re.finditer(r"[Rr]eference image (\d+)(?: gives| is|, show) ([^.;]+)", final):
+        n, said = int(m.group(1)), m.group(2).strip()
+        assert 1 <= n <= capacity and captions[n - 1].startswith(said.split(";")[0][:40]), (final, captions)
+    assert re.search(r"\bimages? \d", final.replace("eference image", "")) is None  # no uncanonical citation left
+    if capacity == 1:
+        assert "railings" not in final  # cited image 2, which the generator does not get
+        assert "Reference image 1 gives" in final
+    else:
+        assert "Reference images 3 and 1 both frame the quay" in final, final
