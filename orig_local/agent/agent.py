@@ -209,6 +209,9 @@ class Agent:
         result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
         if self.text_only_warning:
             result.notes.append(self.text_only_warning)
+        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.condition != "direct":
+            result.notes.append(f"P̂'s {self.prompt_max_tokens}-token bound is counted with an estimate "
+                                "(no tokenizer of the generator's text encoder available offline)")
         start = time.perf_counter()
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
