@@ -112,6 +112,21 @@ def _preset_info(name: str | None) -> dict[str, Any]:
             "tiny_random_weights": preset.is_tiny}
 
 
+def _generator_info(gen: Any) -> dict[str, Any]:
+    """Preset, hub id and revision of the generator, whatever named it (a preset, a hub id as
+    preset, ``generator.model``)."""
+    if not (gen.preset or gen.model):
+        return _preset_info(None)
+    try:
+        from orig_local.presets import generator_preset
+
+        preset = generator_preset(gen)
+    except Exception as exc:  # an unknown generator is reported by the phase that uses it
+        return {"preset": gen.preset, "hub_id": gen.model, "revision": None, "preset_error": str(exc)[:200]}
+    return {"preset": gen.preset if gen.preset and "/" not in gen.preset else None, "hub_id": preset.hf_id,
+            "revision": getattr(preset, "revision", None), "tiny_random_weights": preset.is_tiny}
+
+
 def chat_model_info(chat: Any, served: dict | None = None) -> dict[str, Any]:
     """A chat section (backbone/judge): backend, preset, hub id, revision, served name and the
     server's own description of it (``GET /v1/models``), when served."""
@@ -129,7 +144,7 @@ def model_info(config: Any, uses: dict[str, bool], served: dict[str, dict | None
     if uses.get("backbone"):
         out["backbone"] = chat_model_info(config.backbone, served.get("backbone"))
     if uses.get("generator"):
-        out["generator"] = {**_preset_info(config.generator.preset)}
+        out["generator"] = _generator_info(config.generator)
     if uses.get("judge"):
         out["judge"] = chat_model_info(config.judge, served.get("judge"))
     if uses.get("embedder"):

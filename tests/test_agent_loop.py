@@ -137,10 +137,25 @@ async def test_adaptive_loop_is_bounded_by_max_rounds():
     assert len(queries) == len(set(q.lower() for q in queries))  # never the same search twice
 
 
-async def test_stop_when_a_round_adds_nothing():
-    res = await make_agent().run("zzqx florp wibble")  # nothing in the corpus matches
-    assert res.stop_reason == "no_new_evidence" and res.rounds == 1
-    assert not res.parametric_only  # empty answers are not a failed service
+async def test_rounds_that_add_nothing_search_again_until_the_round_limit():
+    """Paper §3.2.1: with nothing found, the loop plans new sub-queries until its round limit
+    (no early no_new_evidence stop); empty answers are not a failed service."""
+    from orig_local.llm.simulated import SimulatedRetriever
+
+    res = await make_agent(retriever=SimulatedRetriever([], []), max_rounds=3).run("zzqx florp wibble")
+    assert res.stop_reason == "max_rounds" and res.rounds == 3
+    assert not res.parametric_only
+    assert "sufficiency" not in [r.stage for r in res.trace.records if r.step == "decide"]
+
+
+async def test_fixed_rounds_run_n_rounds_even_when_the_planner_has_no_query():
+    empty = json.dumps({"analysis": "", "sub_questions": [], "text_queries": [], "image_queries": []})
+    res = await make_agent(chat=backbone({"Plan": lambda m, s: empty}), fixed_rounds=3).run(PROMPT)
+    assert res.rounds == 3 and res.stop_reason == "max_rounds"
+    fallbacks = [r for r in res.trace.records if r.step == "fallback_queries"]
+    assert len(fallbacks) == 3
+    queries = [r.output["query"] for r in res.trace.records if r.step.startswith("search_")]
+    assert len(queries) == len({q.lower() for q in queries}) >= 3 * 2  # new ones each round, both modalities
 
 
 async def test_queries_per_round_capped_and_modalities_enforced():

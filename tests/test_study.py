@@ -182,7 +182,10 @@ def test_a_generator_override_gets_its_own_instance_next_to_its_twins(tmp_path):
 
 
 def test_runs_differing_only_in_generator_share_one_agent_phase(tmp_path):
-    plan = _plan(tmp_path)
+    # tiny-qwen-image and qwen-image: both text-only, 512 Qwen2 tokens: the agent sees one generator
+    plan = _plan(tmp_path, grid={"condition": ["direct", "prompt_enhanced", "orig"],
+                                 "backbone": ["tiny-qwen2.5-vl", "tiny-judge"],
+                                 "generator": ["tiny-qwen-image", "qwen-image"]})
     sources = agent_sources(plan)
     steps = build_schedule(plan, _pending(plan))
     agent_runs = [s.run.label for s in steps if s.kind == "phase" and s.phase == "agent"]
@@ -199,6 +202,51 @@ def test_runs_differing_only_in_generator_share_one_agent_phase(tmp_path):
         assert twin in [s.run.label for s in steps[i + 1:i + 3] if s.kind == "copy"]
     unshared = _plan(tmp_path, share_agent=False)
     assert not [s for s in build_schedule(unshared, _pending(unshared)) if s.kind == "copy"]
+
+
+def test_agent_phases_follow_every_setting_the_agent_reads(tmp_path):
+    """Reference capacity 0 / 1 / 3 -> three agent phases; a setting the agent does not read
+    (generator steps, seed) shares; an agent setting no hand list names (knowledge_tokens) splits."""
+    from orig_local.study.share import sharing_reasons
+
+    gens = ["tiny-qwen-image", "tiny-qwen-image-edit", "tiny-qwen-image-edit-2509"]
+    runs = [{"label": f"orig-{g}", "condition": "orig", "generator": g} for g in gens]
+    runs += [{"label": f"txt-{g}", "condition": "orig_txt", "generator": g} for g in gens]
+    runs += [{"label": "orig-steps", "condition": "orig", "generator": "tiny-qwen-image-edit-2509",
+              "set": ["generator.steps=3", "agent.seed=5", "eval.seed=9"]},
+             {"label": "orig-k", "condition": "orig", "generator": "tiny-qwen-image-edit-2509",
+              "set": ["agent.knowledge_tokens=1500"]},
+             {"label": "orig-flux-kontext", "condition": "orig", "generator": "tiny-flux-kontext"}]
+    plan = _plan(tmp_path, grid=None, backbone="tiny-qwen2.5-vl", runs=runs)
+    sources = agent_sources(plan)
+    assert len({sources[f"orig-{g}"] for g in gens}) == 3  # capacity 0, 1, 3
+    assert len({sources[f"txt-{g}"] for g in gens}) == 1  # no images: capacity not read, same encoder
+    assert sources["orig-steps"] == "orig-tiny-qwen-image-edit-2509"
+    assert sources["orig-k"] == "orig-k"
+    # same capacity (1) as Qwen-Image-Edit but a T5 encoder: P̂ is bounded in other tokens
+    assert sources["orig-flux-kontext"] == "orig-flux-kontext"
+    why = sharing_reasons(plan)
+    assert "text-only generator (0 references)" in why["orig-tiny-qwen-image"]
+    assert "reference_capacity" in why["orig-tiny-qwen-image-edit"]
+    assert "same agent inputs" in why["orig-steps"]
+    assert "agent.knowledge_tokens" in why["orig-k"]
+    assert "text_tokenizer" in why["orig-flux-kontext"]
+
+
+def test_shipped_table3_dry_run_gives_each_capacity_its_agent_phase(tmp_path, capsys):
+    from orig_local.cli import main
+
+    assert main(["study", str(REPO / "studies" / "table3.yaml"), "--dry-run", "--out", str(tmp_path / "t3")]) == 0
+    out = capsys.readouterr().out
+    for line in out.splitlines():
+        if any(f"{c}_" in line for c in ("orig", "orig-img", "oracle")) and (
+                "qwen-image " in line + " " or "_qwen-image " in line + " " or "flux.1-kontext-dev" in line):
+            assert "shared: rows copied from" not in line or not line.rstrip(")").endswith("qwen-image-edit-2509"), line
+    for cond in ("oracle", "orig-img", "orig"):
+        for gen, what in (("qwen-image-edit-2509", "up to 3 reference(s)"), ("flux.1-kontext-dev", "up to 1 reference(s)"),
+                          ("qwen-image", "text-only generator (0 references)")):
+            assert f"  {cond}_qwen2.5-vl-72b_{gen}: own agent phase: {what}" in out
+    assert "agent phases: 13 with the backbone for 15 run(s)" in out
 
 
 def test_finished_phases_are_skipped_and_no_server_starts_for_done_work(tmp_path):

@@ -27,8 +27,8 @@ from orig_local.agent.stages.bootstrap import bootstrap
 from orig_local.agent.stages.consolidation import consolidate
 from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
-from orig_local.agent.stages.planning import plan_queries
-from orig_local.agent.stages.refinement import Reference, RefinementResult, refine, unrefined
+from orig_local.agent.stages.planning import fallback_queries, plan_queries
+from orig_local.agent.stages.refinement import Reference, RefinementResult, describe_in_words, refine, unrefined
 from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.status import assess
@@ -209,6 +209,9 @@ class Agent:
         result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
         if self.text_only_warning:
             result.notes.append(self.text_only_warning)
+        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.condition != "direct":
+            result.notes.append(f"P̂'s {self.prompt_max_tokens}-token bound is counted with an estimate "
+                                "(no tokenizer of the generator's text encoder available offline)")
         start = time.perf_counter()
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
@@ -218,7 +221,7 @@ class Agent:
 
         # 2. Oracle: the benchmark's gold text and images take the place of retrieval.
         elif cfg.spec.needs_oracle:
-            refined = self._load_oracle(ctx, oracle if oracle is not None else _oracle_of(item))
+            refined = await self._load_oracle(ctx, oracle if oracle is not None else _oracle_of(item))
             await self._construct(ctx, result, refined)
 
         elif cfg.retrieves:
@@ -259,18 +262,26 @@ class Agent:
             plan = await plan_queries(ctx, missing)  # 4a. sub-questions and queries
             if plan.plan is None:
                 return "error", rnd - 1
-            if plan.queries == 0:
-                ctx.note("planning", "stop", "no new query to search")
-                return "no_new_evidence", rnd - 1
+            if plan.queries == 0:  # the round still runs: sub-questions, gaps, prompt aspects
+                fallback_queries(ctx, plan, missing)
+                if plan.queries == 0:
+                    ctx.note("planning", "stop", "no new query to search")
+                    return "no_new_evidence", rnd - 1
             raw = await retrieve_round(ctx, plan.text_queries, plan.image_queries)  # 4b. search
             added = await accumulate(ctx, raw)  # 4c. coarse filtering into K
             if cfg.accumulation_filter and cfg.consolidate:
                 await consolidate(ctx)  # 4c'. K -> a compact, deduplicated summary
             if cfg.fixed_rounds is not None:  # Table 4: fixed length, no sufficiency check
                 continue
-            if added.added == 0:
-                return "no_new_evidence", rnd
             sub_questions = [q.question for q in plan.plan.sub_questions]
+            if added.added == 0:
+                if ctx.searches and ctx.search_failures == ctx.searches:
+                    return "no_new_evidence", rnd  # the search service is down: more rounds cannot help
+                # Nothing passed the filters: nothing to judge, so (as the paper's loop) search
+                # again with new sub-queries until the round limit; the gaps carry over.
+                ctx.note("sufficiency", "skipped", "the round added nothing to K: planning new sub-queries")
+                missing = list(dict.fromkeys(missing + sub_questions))[:10]
+                continue
             verdict = (await evaluate_sufficiency(ctx, sub_questions)).decision  # 4d. enough?
             if verdict is None:
                 return "error", rnd
@@ -300,9 +311,11 @@ class Agent:
         result.reference_notes = list(refined.references)
         result.text_features = list(refined.text_features)
 
-    def _load_oracle(self, ctx: StageContext, oracle: OracleEvidence | None) -> RefinementResult:
+    async def _load_oracle(self, ctx: StageContext, oracle: OracleEvidence | None) -> RefinementResult:
         """Gold evidence goes into K as is and is used as the refined evidence: it is already
-        curated, so neither filtering nor refinement may drop any of it."""
+        curated, so neither filtering nor refinement may drop any of it. Gold images the
+        generator does not take (all of them for a text-only generator) are described in
+        words (F^v into F^t), as refinement does for retrieved images."""
         if oracle is None:
             raise ValueError("the oracle condition needs OracleEvidence (run(..., oracle=...))")
         src = Source(url=oracle.source, round=0, origin="oracle")
@@ -313,11 +326,16 @@ class Agent:
             ctx.knowledge.add_image(ref.to_pil(), ref.png_sha256(), src, description="gold reference")
         limit = min(ctx.config.max_references, ctx.reference_capacity)
         images = ctx.knowledge.images[:limit]
-        if len(ctx.knowledge.images) > len(images):
-            ctx.note("extension", "oracle_cap", f"{len(ctx.knowledge.images) - len(images)} gold image(s) beyond "
-                     f"what the generator takes ({limit}) not passed")
+        rest = ctx.knowledge.images[len(images):]
+        features = [t.text for t in ctx.knowledge.texts]
+        if rest:
+            words = await describe_in_words(ctx, rest, features)
+            ctx.note("extension", "oracle_cap", f"{len(rest)} gold image(s) beyond what the generator takes "
+                     f"({limit}) not passed; {len(words)} described in words in the prompt",
+                     evidence_ids=[v.id for v in rest], output={"described": words})
+            features += words
         return RefinementResult(
-            text_features=[t.text for t in ctx.knowledge.texts],
+            text_features=features,
             references=[Reference(id=v.id, contributes=v.description) for v in images],
         )
 

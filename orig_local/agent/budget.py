@@ -82,8 +82,10 @@ class Budget:
     def count(self, text: str) -> int:
         return self.counter.count(text)
 
-    def available(self, fixed_text: str = "", images: int = 0) -> int:
-        left = self.context_tokens - self.reply_tokens - images * self.image_tokens - self.count(fixed_text)
+    def available(self, fixed_text: str = "", images: int = 0, reply_tokens: int | None = None) -> int:
+        """``reply_tokens``: the reply limit this request is sent with (default ``self.reply_tokens``)."""
+        reply = self.reply_tokens if reply_tokens is None else reply_tokens
+        left = self.context_tokens - reply - images * self.image_tokens - self.count(fixed_text)
         return max(left, 0)
 
     def fitting(self, lines: Sequence[str], limit: int, at_least_one: bool = False) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from orig_local.agent.agent import Agent, AgentResult, OracleEvidence
-    from orig_local.agent.budget import TokenCounter, TokenizerTokens
+    from orig_local.agent.budget import TokenCounter
     from orig_local.agent.stages.base import Deduper, RetrieverLike
     from orig_local.config import Config
     from orig_local.embeddings.clip import OpenClipEmbedder
@@ -32,7 +32,7 @@ def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = No
 
     * ``chat``: :func:`orig_local.llm.make_chat_model` of ``config.backbone``;
     * ``retriever``: ``Retriever.from_config(config.retrieval)``, only for retrieval conditions;
-    * ``generator``: ``make_generator(config.generator)`` when ``generator.preset`` is set;
+    * ``generator``: ``make_generator(config.generator)`` when ``generator.preset`` or ``.model`` is set;
     * ``dedup``: CLIP near-duplicate removal (``agent.dedup``), only for retrieval conditions;
       its embedder is shared with the local search backend.
     Pass ``generator=False`` / ``dedup=False`` to force them off.
@@ -76,16 +76,16 @@ def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = No
         from orig_local.generation import make_generator
 
         generator = make_generator(config.generator, progress=config.progress)
-    # What the configured generator takes is known from its preset even when it is not built
-    # here (the benchmark's agent phase passes generator=False and generates later).
-    capacity = prompt_tokens = None
-    if not generator and config.generator.preset:
-        from orig_local.generation import generator_capacity
+    # What the configured generator takes is known from its resolved pipeline even when it is
+    # not built here (the benchmark's agent phase passes generator=False and generates later).
+    # The study keys shared agent phases on this same view (agent/inputs.py).
+    from orig_local.agent.inputs import generator_view, prompt_token_counter
 
-        capacity, prompt_tokens = generator_capacity(config.generator) or (None, None)
+    view = generator_view(config.generator)
+    capacity, prompt_tokens = (None, None) if generator else (view.reference_capacity, view.prompt_max_tokens)
     return Agent(chat=chat, retriever=retriever, config=acfg, generator=generator or None,
                  dedup=dedup or None, prompts=config.prompts_dir, reference_capacity=capacity,
-                 prompt_max_tokens=prompt_tokens, prompt_tokens=_generator_tokens(config),
+                 prompt_max_tokens=prompt_tokens, prompt_tokens=prompt_token_counter(config.generator),
                  tokens=_backbone_tokens(config),
                  context_tokens=_context_tokens(config), image_tokens=_image_tokens(config))
 
@@ -114,18 +114,6 @@ def _image_tokens(config: Config) -> int | None:
     preset = _backbone_preset(config)
     pixels = preset.serve.mm_processor_kwargs.get("max_pixels") if preset is not None and preset.serve else None
     return int(pixels) // (28 * 28) if pixels else None
-
-
-def _generator_tokens(config: Config) -> TokenizerTokens | None:
-    """The generator's own tokenizer (its ``tokenizer`` subfolder) when it loads offline, so P̂
-    is bounded in the text encoder's real tokens; else None (the agent's labelled estimate)."""
-    if not config.generator.preset:
-        return None
-    from orig_local.agent.budget import TokenizerTokens, make_token_counter
-    from orig_local.presets import load_preset
-
-    counter = make_token_counter(load_preset(config.generator.preset).path, subfolder="tokenizer")
-    return counter if isinstance(counter, TokenizerTokens) else None
 
 
 def _backbone_tokens(config: Config) -> TokenCounter:

@@ -48,6 +48,11 @@ def assess(result: AgentResult) -> AgentResult:
         status, failure = "failed", f"generation failed ({first(generation)})"
     elif errors:
         status, failure = "degraded", f"{len(errors)} stage error(s); first: {first(errors)}"
+        consolidation = [r for r in errors if r.step == "consolidate"]
+        if consolidation:  # K unmerged: later stages cut it to fit, the row must say so first
+            rounds = ", ".join(str(r) for r in sorted({r.round for r in consolidation}))
+            failure = (f"knowledge consolidation failed ({len(consolidation)} call(s), round {rounds}): new "
+                       f"entries kept unmerged; {failure}")
     elif result.parametric_only:
         status, failure = "degraded", "every search failed: the prompt rests on the backbone's own knowledge"
     result.status, result.failure = status, failure

@@ -185,7 +185,7 @@ def _generate_phase(ctx: dict) -> Any:
             # one GPU per process under accelerate/torchrun; a copy, the caller's config is left alone
             gen_cfg = config.generator.model_copy(update={"device": f"cuda:{os.environ.get('LOCAL_RANK', '0')}"})
             config = config.model_copy(update={"generator": gen_cfg})
-        gen = _built("generator", config.generator.preset, lambda: build_generator(config))
+        gen = _built("generator", config.generator.preset or config.generator.model, lambda: build_generator(config))
     try:
         return run_generate_phase(ctx["items"], ctx["run_dir"], gen, seed=config.eval.seed, **ctx["common"])
     finally:

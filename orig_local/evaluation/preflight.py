@@ -82,12 +82,15 @@ def check_chat_server(role: str, chat) -> dict[str, Any] | None:
 
 
 def check_generator(config) -> None:
-    if not config.generator.preset:
+    if not (config.generator.preset or config.generator.model):
         raise PreflightError("the generate phase needs a generator",
-                             hint="pass --generator <preset>, e.g. --generator qwen-image (`orig models` lists them)")
-    from orig_local.presets import load_preset
+                             hint="pass --generator <preset or hub id>, e.g. --generator qwen-image "
+                                  "(`orig models` lists them) or --generator Qwen/Qwen-Image")
+    from orig_local.presets import generator_preset
 
-    load_preset(config.generator.preset)  # ConfigError listing the known presets
+    # a preset name (ConfigError listing the known ones), or a hub id / folder whose pipeline
+    # is known from its family, resolved exactly as make_generator will resolve it
+    generator_preset(config.generator)
 
 
 def preflight(config, phases: Sequence[str], *, run_dir=None, shard=None,

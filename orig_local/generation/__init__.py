@@ -36,18 +36,32 @@ def make_generator(config: GeneratorConfig, *, progress: bool = False) -> Genera
 
 def generator_capacity(config: GeneratorConfig) -> tuple[int, int] | None:
     """``(reference images, prompt tokens)`` the configured generator takes, without loading
-    it (None when no preset is set): Qwen-Image, FLUX and SD3 take 0 references,
-    Qwen-Image-Edit and FLUX-Kontext 1, Qwen-Image-Edit-2509 up to 3."""
-    from orig_local._lazy import resolve
-    from orig_local.presets import load_preset
+    it (None when no generator is configured): Qwen-Image, FLUX and SD3 take 0 references,
+    Qwen-Image-Edit and FLUX-Kontext 1, Qwen-Image-Edit-2509 up to 3. ``generator.model`` (a
+    hub id or folder) resolves through its family exactly as :func:`make_generator` does."""
+    traits = generator_traits(config)
+    return None if traits is None else (traits["reference_capacity"], traits["prompt_max_tokens"])
 
-    if not config.preset:
+
+def generator_traits(config: GeneratorConfig) -> dict | None:
+    """What the agent needs to know of the configured generator, from the resolved pipeline
+    (whatever named it: preset, hub id as preset, ``generator.model``), nothing loaded:
+    ``reference_capacity``, ``prompt_max_tokens``, ``text_tokenizer`` (the family its
+    max_sequence_length counts in), ``tokenizer_subfolder``, ``preset`` (the resolved Preset).
+    None when no generator is configured."""
+    from orig_local._lazy import resolve
+    from orig_local.presets import generator_preset
+
+    if not (config.preset or config.model):
         return None
-    preset = load_preset(config.preset)
+    preset = generator_preset(config)
     if not preset.generator:
         return None
     cls = resolve("generator", BACKENDS, preset.generator)
-    return cls.capacity(preset, config)
+    capacity, tokens = cls.capacity(preset, config)
+    return {"reference_capacity": capacity, "prompt_max_tokens": tokens,
+            "text_tokenizer": getattr(cls, "text_tokenizer", None),
+            "tokenizer_subfolder": getattr(cls, "text_tokenizer_subfolder", "tokenizer"), "preset": preset}
 
 
-__all__ = ["BACKENDS", "GenerationRequest", "GenerationResult", "Generator", "GeneratorConfig", "generator_capacity", "make_generator"]
+__all__ = ["BACKENDS", "GenerationRequest", "GenerationResult", "Generator", "GeneratorConfig", "generator_capacity", "generator_traits", "make_generator"]

@@ -79,6 +79,11 @@ class DiffusersGenerator:
     # Text-encoder tokens the pipeline reads by default (its max_sequence_length); a preset's
     # or run's max_sequence_length overrides it. The agent bounds P̂ to this (see capacity()).
     default_max_sequence_length: ClassVar[int] = 512
+    # The text encoder whose tokens max_sequence_length counts: its tokenizer family (the
+    # agent's P̂ bound counts in it, and runs with different families get different P̂) and
+    # the pipeline folder that holds that tokenizer.
+    text_tokenizer: ClassVar[str] = "qwen2"
+    text_tokenizer_subfolder: ClassVar[str] = "tokenizer"
 
     def __init__(self, preset, config: GeneratorConfig | None = None, progress: bool = False):
         self.preset = preset

@@ -17,6 +17,8 @@ class FluxKontextGenerator(DiffusersGenerator):
     guidance_kwarg = "guidance_scale"
     reference_kwarg = "image"
     model_max_references = 1
+    text_tokenizer = "t5"  # max_sequence_length counts T5 tokens (the CLIP encoder reads 77)
+    text_tokenizer_subfolder = "tokenizer_2"
 
     def call_kwargs(self, request, params, extras, references) -> dict[str, Any]:
         kwargs = super().call_kwargs(request, params, extras, references)

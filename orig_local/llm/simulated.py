@@ -246,7 +246,8 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
             want = _words(prompt)
             chosen = set(sorted(range(len(facts)), key=lambda i: (-len(_words(facts[i]) & want), i))[:max_facts])
             facts = [f for i, f in enumerate(facts) if i in chosen]  # K's order among those chosen
-            return json.dumps({"features": facts, "keep_images": list(range(1, n_images + 1))})
+            return json.dumps({"features": facts, "keep_images": [
+                {"reason": "shows the subject", "image": i} for i in range(1, n_images + 1)]})
         if name == "VisualFeatures":
             shows = {i: b.split("\n")[0] for i, b in _blocks(text) if re.fullmatch(r"I\d+", i)}
             return json.dumps({"images": [{"image": i, "contributes": shows.get(f"I{i}", f"the look of image {i}"),

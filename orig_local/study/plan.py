@@ -150,8 +150,8 @@ class Plan(StrictModel):
     grid: Grid | None = None
     judge: JudgeSpec = Field(default_factory=JudgeSpec)
     retrieval_accuracy: bool = True  # judge gold facts against the evidence (Eq. 12) for orig*
-    # Runs that differ only in the generator share one agent phase (same prompts, references
-    # and evidence for every generator, as in the paper's Table 3); false: one agent phase each.
+    # Runs whose agent reads the same resolved settings (reference capacity, P̂'s token bound
+    # and tokenizer included: study/share.py) share one agent phase; false: one agent phase each.
     share_agent: bool = True
     # grouped: the runs of one generator share ONE process and generator instance (loaded
     # once, unloaded at the end); per_run: one `orig eval --phase generate` process per run.

@@ -147,6 +147,20 @@ def model_loads(plan: Plan, steps: list[Step]) -> dict[str, dict]:
     return loads
 
 
+def agent_phase_lines(plan: Plan) -> list[str]:
+    """Which runs share an agent phase and why (the resolved settings the agent reads)."""
+    from orig_local.study.share import agent_sources, sharing_reasons
+
+    sources, reasons = agent_sources(plan), sharing_reasons(plan)
+    own = [r for r in plan.runs if r.uses_backbone and sources[r.label] == r.label]
+    lines = [f"agent phases: {len(own)} with the backbone for {sum(r.uses_backbone for r in plan.runs)} run(s)"]
+    for run in own:
+        lines.append(f"  {run.label}: {reasons[run.label]}")
+        for twin in (r for r in plan.runs if sources[r.label] == run.label and r.label != run.label):
+            lines.append(f"    + {twin.label} (shared: {reasons[twin.label]})")
+    return lines + [""]
+
+
 def render_schedule(plan: Plan, steps: list[Step], n_items: int) -> str:
     from orig_local.study.servers import server_gpus, tensor_parallel
 
@@ -164,6 +178,7 @@ def render_schedule(plan: Plan, steps: list[Step], n_items: int) -> str:
         if step.kind == "server":
             indent = "    "
     lines.append("")
+    lines += agent_phase_lines(plan)
     loads = model_loads(plan, steps)
     if loads:
         lines.append("estimated model loads:")

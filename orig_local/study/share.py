@@ -1,10 +1,15 @@
-"""One agent phase for runs that differ only in their generator.
+"""One agent phase for runs whose agent would write the same rows.
 
-The agent's output (extended prompt, references, evidence) does not depend on the image
-generator, and the paper gives every generator of a condition the same prompts and
-references (Table 3 compares generators on one retrieval). So runs with the same condition,
-backbone, rounds, switches and overrides share one agent phase: it runs in the first run's
-folder (the *source*) and its rows are copied, with the files they name, into the others.
+The agent's output does depend on the generator: its reference capacity (0 / 1 / 3) decides
+which references P̂ cites and passes, and its text-encoder token bound (and the tokenizer that
+bound counts in) decides where P̂ is cut. So runs share an agent phase only when every resolved
+setting the agent phase reads is equal (:func:`orig_local.agent.inputs.agent_inputs`: the
+whole resolved config minus the settings listed there as not changing the agent's output, with
+the generator seen as the agent sees it). In Table 3, FLUX-Kontext (1 reference, T5 tokens)
+and Qwen-Image (text-only) thus get their own ORIG / ORIG-Img / Oracle agent phases, while
+e.g. two text-only generators with the same encoder share one. The shared phase runs in the
+first run's folder (the *source*) and its rows are copied, with the files they name, into the
+others.
 
 Crash safety follows the phase stores: files first, the row last (one fsynced line), so a
 killed copy leaves at most files without a row, and the item is copied again.
@@ -16,24 +21,64 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from orig_local.study.plan import Plan, RunSpec
 from orig_local.study.status import row_state
 
 
-def agent_key(run: RunSpec) -> tuple:
-    """What the agent phase depends on. Overrides of the generator section do not count."""
-    sets = tuple(s for s in run.set if not s.startswith("generator."))
-    return (run.condition, run.backbone if run.uses_backbone else None, run.fixed_rounds,
-            tuple(sorted(run.agent.items())), sets)
+def run_agent_inputs(plan: Plan, run: RunSpec) -> dict[str, Any]:
+    """The resolved settings this run's agent phase depends on (the config `orig eval` builds
+    from the run's command line, seen through :func:`agent_inputs`)."""
+    from orig_local.agent.inputs import agent_inputs
+    from orig_local.config import load_config
+    from orig_local.study.commands import config_overrides
+
+    return agent_inputs(load_config(list(plan.config), config_overrides(plan, run)))
+
+
+def agent_key(plan: Plan, run: RunSpec) -> str:
+    """What the agent phase depends on, as one canonical string."""
+    return json.dumps(run_agent_inputs(plan, run), sort_keys=True, separators=(",", ":"))
 
 
 def agent_sources(plan: Plan) -> dict[str, str]:
     """label -> label of the run whose agent rows it takes (itself for a source)."""
     if not plan.share_agent:
         return {r.label: r.label for r in plan.runs}
-    first: dict[tuple, str] = {}
-    return {r.label: first.setdefault(agent_key(r), r.label) for r in plan.runs}
+    first: dict[str, str] = {}
+    return {r.label: first.setdefault(agent_key(plan, r), r.label) for r in plan.runs}
+
+
+def sharing_reasons(plan: Plan) -> dict[str, str]:
+    """label -> one line saying why its agent phase is shared or its own: for a copy, what
+    the runs have in common; for a source, what separates it from the nearest run of the same
+    condition and backbone that has another agent phase (e.g. reference capacity 3 vs 0)."""
+    from orig_local.agent.inputs import GeneratorView, differing_inputs
+
+    sources = agent_sources(plan)
+    inputs = {r.label: run_agent_inputs(plan, r) for r in plan.runs}
+
+    def view(label: str) -> str:
+        return GeneratorView(**inputs[label]["generator_view"]).describe()
+
+    out: dict[str, str] = {}
+    for run in plan.runs:
+        src = sources[run.label]
+        if src != run.label:
+            out[run.label] = f"same agent inputs ({view(src)}); the generator's other settings are not read by the agent"
+            continue
+        others = [o for o in plan.runs if sources[o.label] == o.label and o.label != run.label
+                  and o.condition == run.condition and o.backbone == run.backbone]
+        if not plan.share_agent:
+            out[run.label] = f"own agent phase (share_agent: false); {view(run.label)}"
+        elif others:
+            diff = differing_inputs(inputs[run.label], inputs[others[0].label])
+            shown = ", ".join(k.removeprefix("generator_view.") for k in diff[:4]) + (", ..." if len(diff) > 4 else "")
+            out[run.label] = f"own agent phase: {view(run.label)}; differs from {others[0].label} in {shown}"
+        else:
+            out[run.label] = f"own agent phase: {view(run.label)}"
+    return out
 
 
 def _files(row: dict, run_dir: Path) -> list[str]:

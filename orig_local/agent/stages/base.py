@@ -88,6 +88,7 @@ class StageContext:
         images: Sequence[Any] = (),
         evidence_ids: Sequence[str] = (),
         fit: Sequence[tuple[str, Callable[[int], str]]] = (),
+        reply_tokens: int | None = None,
     ) -> tuple[T | None, StageRecord]:
         """Render ``template``, ask the backbone for a ``schema`` reply, record it in the trace.
 
@@ -95,13 +96,15 @@ class StageContext:
         so the text that is fixed across requests stays a shared prefix.
         ``fit``: (variable, filler) pairs filled in order, each filler getting the tokens left
         once the system prompt, the rest of the template, the images and the reply are reserved.
-        Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
+        ``reply_tokens``: a call whose reply needs more than the backbone's ``max_tokens`` (the
+        consolidated summary) says how much; it is sent as the call's ``max_tokens`` and reserved
+        in the window. Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
         system_text = self.prompts.render("system")
         budget_note = None
         if fit:
             variables = dict(variables)
             fixed = self.prompts.render(template, prompt=self.prompt, **variables, **{n: "" for n, _ in fit})
-            left = self.budget.available(system_text + fixed, images=len(images))
+            left = self.budget.available(system_text + fixed, images=len(images), reply_tokens=reply_tokens)
             if left <= 0:
                 budget_note = (f"no room for evidence: template, {len(images)} image(s) and the reply fill the "
                                f"{self.budget.context_tokens}-token window")
@@ -123,10 +126,12 @@ class StageContext:
         )
         if budget_note:
             record.notes.append(budget_note)
+        if reply_tokens is not None:
+            record.notes.append(f"reply limit {reply_tokens} tokens (max_tokens sent with this call)")
         start = time.perf_counter()
         parsed: T | None = None
         try:
-            reply = await self.chat.chat(messages, schema=schema)
+            reply = await self.chat.chat(messages, schema=schema, max_tokens=reply_tokens)
         except StructuredOutputError as exc:
             record.error = f"StructuredOutputError: {exc}"
             record.invalid_replies = list(exc.raw_texts)

@@ -5,10 +5,12 @@ the running summary by one backbone call: repeats merged, each statement short a
 self-contained, every statement citing the K entries (``T3``) it rests on. Later stages
 (planning, sufficiency, the filters, refinement) read this summary instead of K's raw entries.
 
-The call may merge but never lose evidence: a new entry or earlier statement that no returned
-statement cites is carried over as is (and the trace says so), statements citing nothing in K
-or reading like instructions are dropped (traced), and if the call fails the new entries are
-appended unmerged. Size is bounded where K is rendered (``StageContext.render_knowledge``).
+The call may merge but never lose evidence. Coverage is checked per evidence id
+(:mod:`orig_local.agent.support`): an entry the call was shown that no kept statement *covers*
+(keeps most of its details) is carried over as is, even when a statement cites its id.
+Statements citing nothing in K, reading like instructions, adding detail their evidence lacks
+(unsupported) or citing many ids while keeping the details of few (vague) are dropped; all of it
+is traced. If the call fails the new entries are appended unmerged. Size is bounded where K is rendered (``StageContext.render_knowledge``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import SummaryFact
 from orig_local.agent.stages.base import StageContext
+from orig_local.agent.support import covers, detail_words, subject_words, unsupported, vague
 from orig_local.agent.untrusted import delimit, looks_like_instruction, sanitize
 
 
@@ -35,7 +38,28 @@ class ConsolidationResult(BaseModel):
     statements: int = 0  # size of the summary afterwards
     carried: list[str] = Field(default_factory=list)  # ids no statement cited: kept as is
     dropped: list[str] = Field(default_factory=list)  # statements refused (why in the trace)
+    unsupported: list[str] = Field(default_factory=list)  # statements adding detail their evidence lacks
+    vague: list[str] = Field(default_factory=list)  # statements citing many ids, covering few
     failed: bool = False
+
+
+# A summary of N tokens comes back as JSON: evidence id lists, keys and quotes add ~40%, and a
+# model asked for "about N" writes up to ~1.3 N. Twice the target plus a fixed part for the
+# reason and the scaffolding covers both; the limit is sent with the call (max_tokens), so the
+# reply is never cut at a backbone default written for short replies (1,024).
+REPLY_PER_TARGET_TOKEN = 2
+REPLY_FIXED_TOKENS = 256
+
+
+def reply_plan(ctx: StageContext) -> tuple[int, int]:
+    """(summary tokens asked for, reply limit sent). The target is ``knowledge_tokens``, lowered
+    only when the backbone's window could not hold a reply that long beside the evidence (at
+    most a quarter of the window goes to the reply); the limit is at least the backbone's own
+    ``max_tokens``."""
+    base = int(getattr(getattr(ctx.chat, "config", None), "max_tokens", 0) or 0)
+    room = max(ctx.budget.context_tokens // 4, base)
+    target = max(min(ctx.config.knowledge_tokens, (room - REPLY_FIXED_TOKENS) // REPLY_PER_TARGET_TOKEN), 64)
+    return target, max(base, REPLY_PER_TARGET_TOKEN * target + REPLY_FIXED_TOKENS)
 
 
 async def consolidate(ctx: StageContext) -> ConsolidationResult:
@@ -46,6 +70,8 @@ async def consolidate(ctx: StageContext) -> ConsolidationResult:
         total.consolidated += part.consolidated
         total.carried += part.carried
         total.dropped += part.dropped
+        total.unsupported += part.unsupported
+        total.vague += part.vague
         total.failed = total.failed or part.failed
     total.statements = len(ctx.knowledge.summary)
     return total
@@ -72,10 +98,11 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
         chunk[:] = pending[: ctx.budget.fitting(lines, left, at_least_one=True)]
         return "\n".join(lines[: len(chunk)])
 
+    target, reply_limit = reply_plan(ctx)
     out, record = await ctx.ask(
         stage="accumulation", step="consolidate", template="consolidate", schema=Consolidation,
-        variables={"target_tokens": ctx.config.knowledge_tokens},
-        fit=[("summary", render_previous), ("new_entries", render_new)],
+        variables={"target_tokens": target},
+        fit=[("summary", render_previous), ("new_entries", render_new)], reply_tokens=reply_limit,
     )
     record.evidence_ids = [t.id for t in chunk]
     if len(chunk) < len(pending):
@@ -83,40 +110,68 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
     result = ConsolidationResult(consolidated=[t.id for t in chunk])
     new_entries = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in chunk]
     if out is None:
-        record.notes.append("consolidation failed: new entries appended unmerged")
+        record.notes.append(f"consolidation failed: {len(new_entries)} new entries appended unmerged "
+                            "(later stages read them raw; K may be cut to fit)")
         kb.summary = previous + new_entries
         result.failed = True
     else:
-        # only ids this call showed may be cited (a guessed id of an entry not shown is not)
-        shown = {i for e in shown_previous for i in e.evidence} | {t.id for t in chunk}
-        known = {t.id: t for t in kb.texts if t.id in shown}
-        merged: list[SummaryFact] = []
-        for st in out.statements:
-            text = " ".join(sanitize(st.text).split())
-            ids = [i for i in dict.fromkeys(e.strip() for e in st.evidence) if i in known]
-            if not text or not ids:
-                result.dropped.append(text[:200])
-                record.notes.append(f"statement without evidence in K dropped: {text[:120]!r}")
-                continue
-            if looks_like_instruction(text):
-                result.dropped.append(text[:200])
-                record.notes.append(f"instruction-like statement dropped: {text[:120]!r}")
-                continue
-            merged.append(SummaryFact(text=text, evidence=ids, round=max(known[i].source.round for i in ids)))
-        cited = {i for f in merged for i in f.evidence}
-        unseen = [e for e in previous if not any(e is p for p in shown_previous)]
-        if unseen:
-            record.notes.append(f"{len(unseen)} earlier statement(s) not shown (window): kept unchanged")
-        merged = unseen + merged
-        for entry in [e for e in previous if e not in unseen] + new_entries:
-            if not cited.intersection(entry.evidence):  # merge, never lose: uncited evidence stays
-                merged.append(entry)
-                result.carried += entry.evidence
-        if result.carried:
-            record.notes.append(f"not cited by any statement, kept as is: {', '.join(result.carried)}")
-        kb.summary = merged
+        kb.summary = _merge(ctx, out, previous, shown_previous, chunk, result, record.notes)
     kb.consolidated.update(result.consolidated)
     result.statements = len(kb.summary)
     record.output = {"reply": record.output, "summary_statements": result.statements,
-                     "carried": result.carried, "dropped": result.dropped}
+                     "carried": result.carried, "dropped": result.dropped,
+                     "unsupported": result.unsupported, "vague": result.vague}
     return result
+
+
+def _merge(ctx: StageContext, out: Consolidation, previous: list[SummaryFact], shown_previous: list[SummaryFact],
+           chunk: list, result: ConsolidationResult, notes: list[str]) -> list[SummaryFact]:
+    """The new summary from the reply, losing nothing: a statement is kept only if it is
+    supported by the entries it cites and is not vague; every entry the call was shown that no
+    kept statement covers (per evidence id, agent/support.py) is carried over as is."""
+    # only ids this call showed may be cited (a guessed id of an entry not shown is not)
+    shown_ids = list(dict.fromkeys([i for e in shown_previous for i in e.evidence] + [t.id for t in chunk]))
+    known = {t.id: t for t in ctx.knowledge.texts if t.id in set(shown_ids)}
+    subject = subject_words(ctx.prompt)
+    words_of = {i: detail_words(t.text, subject) for i, t in known.items()}
+    merged: list[SummaryFact] = []
+    said: dict[str, set[str]] = {}  # id -> detail words of the kept statements citing it
+    for st in out.statements:
+        text = " ".join(sanitize(st.text).split())
+        ids = [i for i in dict.fromkeys(e.strip() for e in st.evidence) if i in known]
+        words = detail_words(text, subject)
+        why, bucket = None, result.dropped
+        if not text or not ids:
+            why = "statement without evidence in K dropped"
+        elif looks_like_instruction(text):
+            why = "instruction-like statement dropped"
+        elif vague(words, [words_of[i] for i in ids]):
+            why, bucket = f"vague: cites {len(ids)} ids, keeps the details of few; dropped", result.vague
+        elif missing := unsupported(words, set().union(*(words_of[i] for i in ids))):
+            why, bucket = f"unsupported by {','.join(ids)} (absent there: {' '.join(missing[:8])}); dropped", result.unsupported
+        if why:
+            bucket.append(text[:200])
+            notes.append(f"{why}: {text[:120]!r}")
+            continue
+        merged.append(SummaryFact(text=text, evidence=ids, round=max(known[i].source.round for i in ids)))
+        for i in ids:  # an entry split over several statements is covered by their union
+            said.setdefault(i, set()).update(words)
+    covered = {i for i, words in said.items() if covers(words, words_of[i])}
+    unseen = [e for e in previous if not any(e is p for p in shown_previous)]
+    if unseen:
+        notes.append(f"{len(unseen)} earlier statement(s) not shown (window): kept unchanged")
+    # merge, never lose: an earlier statement none of whose entries is covered stays as it was;
+    # any other entry no kept statement stands for stays as it is (its own text, its own id)
+    for e in shown_previous[::-1]:
+        if not covered.intersection(e.evidence):
+            merged.append(e)
+            covered.update(e.evidence)
+            result.carried += e.evidence
+    for i in shown_ids:
+        if i not in covered and i in known:
+            t = known[i]
+            merged.append(SummaryFact(text=t.text, evidence=[i], round=t.source.round))
+            result.carried.append(i)
+    if result.carried:
+        notes.append(f"not covered by any statement, kept as is: {', '.join(result.carried)}")
+    return unseen + merged

@@ -12,21 +12,19 @@ P̂ is assembled by the ``assemble`` template from P, F^t and F^v without a back
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, Field
 
 from orig_local.agent.budget import EstimatedTokens
+from orig_local.agent.citations import MENTION, cited_numbers, renumber, strip_citations
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.refinement import RefinementResult
 from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
 from orig_local.agent.trace import Stage
 from orig_local.agent.untrusted import delimit, looks_like_instruction
 
-_CITE = re.compile(r"reference\s+image\s*#?\s*(\d+)", re.I)
-# any mention of a reference picture (for a generator that receives none)
-_MENTION = re.compile(r"\breference\s+(image|picture|photo|photograph|shot)s?\b"
-                      r"|\b(as|like)\s+(in|on)\s+the\s+reference\b", re.I)
+# Citations in every form a model writes them (plural, bare, ordinal, "the provided photo"):
+# agent/citations.py; _MENTION: any mention of a reference picture (a generator that gets none).
+_MENTION = MENTION
 
 
 class Extension(BaseModel):
@@ -91,7 +89,7 @@ def assemble_prompt(ctx: StageContext, refined: RefinementResult, stage: Stage =
 
 def _what(ref) -> str:
     """What a reference contributes, without citation-like text of its own."""
-    return " ".join(_CITE.sub("", ref.contributes).split()).rstrip(".") or "the subject"
+    return strip_citations(ref.contributes).rstrip(".") or "the subject"
 
 
 def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extended: bool) -> ExtensionResult:
@@ -109,7 +107,7 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
     removed: list[str] = []
     kept_sentences: list[str] = []
     for sentence in sentences(body):
-        numbers = [int(m) for m in _CITE.findall(sentence)]
+        numbers = cited_numbers(sentence, len(refs))
         bad = looks_like_instruction(sentence) or any(not 1 <= k <= len(refs) for k in numbers) or (
             not refs and _MENTION.search(sentence))
         (removed if bad else kept_sentences).append(sentence)
@@ -135,16 +133,16 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
             unexplained.add(uncited.pop())  # the tail may take at most half the budget
             continue
         candidate, cut = bound_prompt(body, limits[0], limits[1], limits[2], counter)
-        cited = {int(m) for m in _CITE.findall(candidate)}
+        cited = set(cited_numbers(candidate, len(refs)))
         now = [k for k in range(1, len(refs) + 1) if k not in cited and k not in unexplained]
         if set(now) <= set(uncited):
             break
         uncited = sorted(set(uncited) | set(now))
     text_out = f"{candidate} {tail_for(uncited)}".strip() if uncited else candidate
     # Renumber: the k-th distinct reference cited becomes reference image k, in that order.
-    order = list(dict.fromkeys(int(m) for m in _CITE.findall(text_out)))
+    order = list(dict.fromkeys(cited_numbers(text_out, len(refs))))
     mapping = {old: new for new, old in enumerate(order, 1)}
-    final = _CITE.sub(lambda m: f"{m.group(0)[0]}eference image {mapping[int(m.group(1))]}", text_out) if order else text_out
+    final = renumber(text_out, len(refs), mapping) if order else text_out
     passed = [refs[k - 1] for k in order]
     dropped = [r.id for i, r in enumerate(refs, 1) if i not in mapping]
     if removed or dropped or cut:

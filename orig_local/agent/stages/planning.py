@@ -85,3 +85,28 @@ async def plan_queries(ctx: StageContext, missing: list[str]) -> PlanningResult:
     if result.dropped:
         record.notes.append("dropped: " + "; ".join(result.dropped))
     return result
+
+
+# Aspects appended to the prompt when neither the planner nor its sub-questions give a new query.
+_ASPECTS = ("appearance", "details", "photo", "close-up", "colours", "history", "materials", "location")
+
+
+def fallback_queries(ctx: StageContext, result: PlanningResult, missing: list[str]) -> None:
+    """The planner proposed no query that was not searched yet. The paper's loop searches again
+    until its round limit (and ``fixed_rounds`` promises N rounds), so search, per modality,
+    the first not yet searched of: the plan's sub-questions, what sufficiency found missing,
+    the prompt with an aspect word. Traced."""
+    plan = result.plan
+    candidates = [q.question for q in (plan.sub_questions if plan else [])] + list(missing)
+    candidates += [f"{ctx.prompt} {aspect}" for aspect in _ASPECTS]
+    seen = set(ctx.asked_queries)
+    chosen = {"text": result.text_queries, "image": result.image_queries}
+    for modality in ctx.config.modalities:
+        for q in (" ".join(c.split()) for c in candidates):
+            if q and q.lower() not in seen:
+                seen.add(q.lower())
+                chosen[modality].append(q)
+                break
+    ctx.note("planning", "fallback_queries", "the planner proposed no new query: searching "
+             + "; ".join(f"{m}: {', '.join(qs)}" for m, qs in chosen.items() if qs),
+             output={"text_queries": result.text_queries, "image_queries": result.image_queries})

@@ -17,19 +17,34 @@ F^t is K's text as is and K^v_R is K's first images; the fallback is noted in th
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from orig_local.agent.knowledge import ImageEvidence
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.untrusted import delimit, looks_like_instruction
 
 
+class KeptImage(BaseModel):
+    # reasoning first: under guided decoding the model writes fields in schema order
+    reason: str = Field("", description="what this image shows that the picture needs")
+    image: int = Field(description="the image's number")
+
+
 class RefinedText(BaseModel):
     features: list[str] = Field(default_factory=list, max_length=20,
                                 description="visual descriptors: appearance, colours, parts, layout, time")
-    keep_images: list[int] = Field(default_factory=list, max_length=8,
-                                   description="numbers of the most informative images, best first")
+    keep_images: list[KeptImage] = Field(default_factory=list, max_length=8,
+                                         description="the most informative images, best first, each with why")
+
+    @field_validator("keep_images", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        # a bare list of numbers (older prompt folders, scripted replies) is a choice without reasons
+        if isinstance(value, list):
+            return [{"image": v} if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+        return value
 
 
 class ImageFeatures(BaseModel):
@@ -47,6 +62,7 @@ class Reference(BaseModel):
     """One reference image of K^v_R, in order, with its F^v."""
 
     id: str  # K id (V3)
+    reason: str = ""  # why refinement kept it (RefinedText.keep_images)
     contributes: str = ""
     preserve: list[str] = Field(default_factory=list)
     ignore: list[str] = Field(default_factory=list)
@@ -97,11 +113,18 @@ async def refine(ctx: StageContext) -> RefinementResult:
         fallback.references = [Reference(id=v.id, contributes=v.description) for v in shown[:limit]]
         return fallback
 
-    order = [n for n in dict.fromkeys(refined.keep_images) if 1 <= n <= len(shown)][:pick]
+    reasons = {k.image: k.reason for k in refined.keep_images}
+    order = [n for n in dict.fromkeys(k.image for k in refined.keep_images) if 1 <= n <= len(shown)][:pick]
+    if not order and shown and pick:
+        # The authors keep 1-5 of the images that passed the filter, never none: the first
+        # candidate (CLIP-ranked or K's order) stands in for the choice the model did not make.
+        order = [1]
+        record.notes.append("the backbone kept no image though images passed the filter: image 1 kept "
+                            "(at least one reference when any image passed)")
     kept = [shown[n - 1] for n in order]
     features = [f.strip() for f in refined.features if f.strip() and not looks_like_instruction(f)]
-    result = RefinementResult(text_features=features, refined=True,
-                              references=[Reference(id=v.id, contributes=v.description) for v in kept])
+    result = RefinementResult(text_features=features, refined=True, references=[
+        Reference(id=v.id, contributes=v.description, reason=reasons.get(n, "")) for n, v in zip(order, kept, strict=True)])
     if kept:
         await _visual_features(ctx, kept, result, as_references=limit > 0)
     if limit == 0 and result.references:
@@ -157,7 +180,7 @@ async def _shortlist(ctx: StageContext, candidates: list[ImageEvidence]) -> list
 
 
 async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result: RefinementResult,
-                           as_references: bool = True) -> None:
+                           as_references: bool = True) -> bool:
     features, _ = await ctx.ask(
         stage="refinement", step="visual_features", template="refine_visual", schema=VisualFeatures,
         variables={
@@ -170,7 +193,7 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
         evidence_ids=[v.id for v in kept],
     )
     if features is None:
-        return
+        return False
     by_n = {f.image: f for f in features.images}
     for n, ref in enumerate(result.references, 1):
         f = by_n.get(n)
@@ -178,6 +201,19 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
             ok = [x for x in f.preserve if not looks_like_instruction(x)]
             ref.contributes = f.contributes if f.contributes and not looks_like_instruction(f.contributes) else ref.contributes
             ref.preserve, ref.ignore = ok, [x for x in f.ignore if not looks_like_instruction(x)]
+    return True
+
+
+async def describe_in_words(ctx: StageContext, images: list[ImageEvidence], text_features: list[str]) -> list[str]:
+    """F^v of images the generator will not receive, as words for F^t (a text-only generator,
+    or gold images beyond its capacity): at most one call's worth of images. Empty when the
+    call fails (the trace has its error)."""
+    images = images[: ctx.config.max_images_per_call]
+    described = RefinementResult(text_features=text_features,
+                                 references=[Reference(id=v.id, contributes=v.description) for v in images])
+    if not images or not await _visual_features(ctx, images, described, as_references=False):
+        return []
+    return [_as_words(r) for r in described.references]
 
 
 async def _dedup(ctx: StageContext, images: list[ImageEvidence]) -> list[ImageEvidence]:
