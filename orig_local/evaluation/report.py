@@ -560,12 +560,15 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     for d in run_dirs:
         for name in names:
             from orig_local.evaluation.results import load_benchmark_items, loader_options, read_run_meta
+            from orig_local.evaluation.rundir import data_path
 
             meta = read_run_meta(d) if Path(d).is_dir() else {}
             bench_name = str(benchmark or meta.get("benchmark") or "figeval")
-            key = (str(data or meta.get("data")), bench_name, repr(sorted(loader_options(d, bench_name).items())))
+            key = (str(data or data_path(meta)), bench_name,
+                   repr(sorted(loader_options(d, bench_name, name).items())))
             if key not in items_cache:  # one load per benchmark (and options), however many runs use it
-                items_cache[key] = load_benchmark_items(meta, data, benchmark, d) if Path(d).is_dir() else (None, None)
+                items_cache[key] = (load_benchmark_items(meta, data, benchmark, d, name) if Path(d).is_dir()
+                                    else (None, None))
             items, why = items_cache[key]
             run = load_run(d, name, errors, items=items, check_benchmark=False)
             if items is None and why:
