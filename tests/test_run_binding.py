@@ -16,7 +16,6 @@ from _wise_release import make_repo
 
 from orig_local.config import Config
 from orig_local.evaluation.binding import SettingsMismatch, phase_settings
-from orig_local.evaluation.loaders import load_benchmark
 from orig_local.evaluation.orchestrate import RunMismatch, run_phases
 from orig_local.evaluation.results import load_run
 from orig_local.evaluation.rundir import read_meta
