@@ -292,6 +292,11 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
     run_dir = Path(run_dir)
     for phase in phases:
         check_phase(phase)
+    if "retrieval" in phases and not config.agent.retrieves:
+        from orig_local.errors import UsageError
+
+        raise UsageError(f"retrieval accuracy does not apply to condition {config.agent.condition!r}: it "
+                         "retrieves nothing", hint="run --phase retrieval on orig/orig_txt/orig_img runs only")
     env_shard = shard_from_env()
     lock_shard = shard or (env_shard if "generate" in phases else None)
     extra = {"benchmark_identity": data_identity} if data_identity else {}

@@ -206,6 +206,14 @@ def write_cost(runs, out: Path) -> str:
     return md
 
 
+def _retrieves(run) -> bool:
+    """Whether the run's condition retrieves (unknown condition: assume it does)."""
+    from orig_local.conditions import CONDITION_NAMES, condition
+
+    name = run.meta.get("condition")
+    return name not in CONDITION_NAMES or condition(name).retrieves
+
+
 def write_retrieval(runs, out: Path) -> str:
     keys = ["iterations", "retrieval_acc", "prompt_words", "references", "text_searches", "image_searches",
             "extension_in_tokens", "extension_out_tokens", "generation_acc"]
@@ -214,8 +222,11 @@ def write_retrieval(runs, out: Path) -> str:
     md_rows, csv_rows = [], []
     for run in runs:
         s = retrieval_summary(run)
-        md_rows.append([run.label] + [
-            _pct(s[k]) if k.endswith("_acc") else _num(s[k]) for k in keys] + [notes_cell(run)])
+        cells = [_pct(s[k]) if k.endswith("_acc") else _num(s[k]) for k in keys]
+        if not _retrieves(run):  # nothing retrieved: a retrieval accuracy would be a made-up number
+            cells[keys.index("retrieval_acc")] = "n/a"
+            s["retrieval_acc"] = math.nan
+        md_rows.append([run.label] + cells + [notes_cell(run)])
         csv_rows.append([run.label] + [None if math.isnan(s[k]) else round(s[k], 4) for k in keys])
     _csv(out / "retrieval.csv", ["run"] + keys, csv_rows)
     md = ("Retrieval and prompt statistics (Tables 4/7 layout; means per prompt).\n\n" + _md(head, md_rows)

@@ -116,6 +116,10 @@ def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
     rows: list[dict] = []
     for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
         if not path.is_file():
+            if path.is_symlink() or path.exists():  # a directory or a dangling link: never "no rows"
+                what = "a dangling link" if path.is_symlink() and not path.exists() else "not a file"
+                raise DataError(f"{path} is {what}; its rows cannot be read",
+                                hint="restore the file, or move it away if the phase never ran")
             continue
         got = _read_rows_capturing(path, warnings)
         lines = sum(1 for ln in path.read_bytes().split(b"\n") if ln.strip())
@@ -342,6 +346,9 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         shown = ", ".join(not_judged[:5]) + (" ..." if len(not_judged) > 5 else "")
         warnings.append(f"{len(not_judged)} item(s) have agent/generate rows but no judge row, so no score "
                         f"({shown}); run the judge phase again to complete it")
+    if not judge_rows:
+        warnings.insert(0, f"never judged: no {judge_file.name} rows, so no accuracy (run `orig eval --phase judge "
+                           f"--out {run_dir}`{' --judge-name ' + judge_name if judge_name else ''})")
     if len(judges) > 1:
         warnings.append(f"{judge_file.name}: rows from {len(judges)} different judges ({', '.join(judges)})")
     counts = {
