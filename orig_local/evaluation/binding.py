@@ -46,7 +46,7 @@ OPERATIONAL = frozenset({
 
 # eval.* keys each judge phase reads (the judge model itself is the whole ``judge`` section).
 JUDGE_EVAL_KEYS = {
-    "judge": ("judge_answer_format", "judge_logprobs", "judge_reference_text"),
+    "judge": ("judge_answer_format", "judge_logprobs", "judge_reference_text", "choice_rule"),
     "retrieval": ("judge_answer_format", "judge_logprobs", "evidence_max_chars", "evidence_max_images"),
 }
 

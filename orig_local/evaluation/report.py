@@ -147,9 +147,29 @@ def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int) -> str:
          + ["prompts", "judge_question_errors", "judge_item_errors", "data_errors", "failed_items", "notes"], csv_rows)
     note = (f"Accuracy (%); in brackets the {int(ci * 100)}% bootstrap CI over prompts ({n_boot} "
             "replicates, resampled within classes). All = mean of the class columns.\n\n") if n_boot else "Accuracy (%).\n\n"
-    md = note + _md(head, md_rows) + notes_legend(runs)
+    md = note + _md(head, md_rows) + notes_legend(runs) + choice_rule_note(runs)
     (out / "accuracy.md").write_text(md, encoding="utf-8")
     return md
+
+
+CHOICE_RULES = {
+    "first_character": "the official I-HallA rule (the reply's first character is the chosen letter)",
+    "labelled": "ours (exactly one letter or a labelled option; anything else is a judge error)",
+    "schema": "a schema constraining the reply to one option letter",
+}
+
+
+def choice_rule_note(runs) -> str:
+    """Which rule read the multiple-choice replies of each run (from its verdicts), or ""."""
+    lines = []
+    for run in runs:
+        rules = sorted({str(v.get("rule")) for r in run.judge_rows.values()
+                        for v in (r.get("verdicts") if isinstance(r.get("verdicts"), list) else [])
+                        if isinstance(v, dict) and v.get("rule")})
+        if rules:
+            lines.append(f"- `{run.label}`: multiple-choice replies read by "
+                         + "; ".join(CHOICE_RULES.get(x, x) for x in rules))
+    return ("\nMultiple-choice scoring:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
 def _number(v):
