@@ -208,3 +208,16 @@ def test_a_judge_row_with_an_unknown_status_is_a_data_error_not_a_score(tmp_path
     res = load_run(run)
     assert any(e.item == rows[0]["id"] and "unknown status" in e.message for e in res.data_errors)
     assert rows[0]["id"] not in {p.id for p in res.prompts}
+
+
+def test_report_says_when_the_data_changed_since_the_run(tmp_path, bench):
+    run = tmp_path / "run"
+    cfg = _config()
+    cfg.eval.data, cfg.eval.benchmark = str(bench), "jsonl"
+    _run(cfg, run, ["agent", "generate", "judge"])
+    assert not any("not the data this run was made with" in w for w in load_run(run).warnings)
+    rows = [json.loads(ln) for ln in bench.read_text().splitlines()]
+    rows[0]["reference_text"] = "An edited reference the judge reads."
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    warned = [w for w in load_run(run).warnings if "not the data this run was made with" in w]
+    assert len(warned) == 1 and str(bench) in warned[0]

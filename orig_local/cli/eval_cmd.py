@@ -100,9 +100,9 @@ def _load_items(ev, ids: list[str] | None = None):
     from pathlib import Path
 
     from orig_local.errors import DataError, UsageError
+    from orig_local.evaluation.identity import benchmark_identity
     from orig_local.evaluation.loaders import LOADERS, benchmark_options, benchmark_source, load_benchmark
     from orig_local.evaluation.loaders.wise import PROTOCOLS
-    from orig_local.evaluation.orchestrate import benchmark_identity
     from orig_local.evaluation.selection import check_selection
 
     if ev.benchmark not in LOADERS:

@@ -4,8 +4,6 @@ hold the run folder, build each component only when its phase runs, release it a
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -13,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from orig_local.errors import OrigError
 from orig_local.evaluation import binding
+from orig_local.evaluation.identity import benchmark_identity as benchmark_identity  # re-exported
+from orig_local.evaluation.identity import identity_differs
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
 from orig_local.evaluation.phases.agent import run_agent_phase
@@ -87,65 +87,6 @@ def build_judge(config: Config) -> Judge:
 
 
 # --------------------------------------------------------------------------- run.json
-
-
-def _portable(value: Any, root: Path | None) -> Any:
-    """``value`` with absolute paths under the data root made relative (a moved copy of the
-    same data keeps its identity); other absolute paths keep their file name only."""
-    if isinstance(value, dict):
-        return {k: _portable(v, root) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_portable(v, root) for v in value]
-    if isinstance(value, str) and value.startswith("/") and ("/" in value[1:]):
-        path = Path(value)
-        if root is not None and path.is_relative_to(root):
-            return path.relative_to(root).as_posix()
-        return path.name
-    return value
-
-
-def fields_sha256(items: Sequence[BenchmarkItem], data: str | None = None) -> str:
-    """sha256 of every field of every item (Explanation, Category, Subcategory, options, gold
-    facts, reference images by path under the data, ...): whatever a phase reads is bound."""
-    root = Path(data).resolve() if data else None
-    if root is not None and root.is_file():
-        root = root.parent
-    canon = sorted((_portable(it.model_dump(mode="json"), root) for it in items), key=lambda c: c["id"])
-    return hashlib.sha256(json.dumps(canon, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def benchmark_identity(loader: str, data: str | None, items: Sequence[BenchmarkItem],
-                       variant: str | None = None, source: dict | None = None,
-                       bound_items: Sequence[BenchmarkItem] | None = None) -> dict[str, Any]:
-    """What binds a run folder to its data: the loader, the data path, the loader's own
-    description of what it read (WISE: release, variant, sha256 per file), the sha256 of the
-    canonical JSON of every loaded item's id, prompt and questions (``sha256``, what older runs
-    recorded) and of every field of every item (``fields_sha256``; ``bound_items`` when the
-    binding must not depend on a judging option, e.g. WISE loaded with every protocol)."""
-    canon = [{"id": it.id, "prompt": it.prompt,
-              "questions": [[q.id, q.text, q.answer] for q in it.questions]} for it in items]
-    blob = json.dumps(sorted(canon, key=lambda c: c["id"]), sort_keys=True, ensure_ascii=False).encode()
-    src = {k: v for k, v in (source or {}).items() if k not in ("loader", "root")}  # root: machine-specific
-    return {"loader": loader, "data": data, "variant": variant or src.pop("variant", None), **src,
-            "items": len(items), "sha256": hashlib.sha256(blob).hexdigest(),
-            "fields_sha256": fields_sha256(bound_items if bound_items is not None else items, data)}
-
-
-def identity_differs(was: dict, now: dict) -> str | None:
-    """What differs between two data identities (None: the same data as far as both record)."""
-    if was.get("loader") and now.get("loader") and was["loader"] != now["loader"]:
-        return f"loader {was['loader']} -> {now['loader']}"
-    files_was, files_now = was.get("files") or {}, now.get("files") or {}
-    changed = sorted(f for f in files_was if f in files_now and files_was[f] != files_now[f])
-    if changed:
-        return f"file(s) changed since the run started: {', '.join(changed)}"
-    for key in ("fields_sha256", "sha256"):  # the newer, wider hash when both recorded it
-        if was.get(key) and now.get(key):
-            if was[key] != now[key]:
-                return (f"{was.get('items')} items, {key} {was[key][:12]} -> {now.get('items')} items, "
-                        f"{now[key][:12]}")
-            return None
-    return None
 
 
 def _check_same_run(run_dir: Path, old: dict, meta: dict) -> None:

@@ -605,6 +605,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
             if items is None and why:
                 run.warnings.insert(0, f"benchmark not checked: {why}; verdicts were validated without the "
                                        "question list (pass --data to check them)")
+            elif why:
+                run.warnings.insert(0, why)
             if len(names) > 1:
                 run.label = f"{run.label} [{name or 'default'}]"
             runs.append(run)

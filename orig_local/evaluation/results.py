@@ -232,6 +232,13 @@ def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: 
                                **loader_options(run_dir, benchmark, judge_name))
     except Exception as exc:  # a moved or unreadable benchmark: say so, check what we can
         return None, f"benchmark {benchmark} at {data} could not be loaded ({' '.join(str(exc).split())[:200]})"
+    from orig_local.evaluation.identity import current_identity, identity_differs
+
+    recorded = meta.get("benchmark_identity") or {}
+    changed = identity_differs(recorded, current_identity(meta, benchmark, data, items)) if recorded else None
+    if changed:  # checked anyway, but never silently against other data than the run's
+        return {it.id: it for it in items}, (f"the benchmark at {data} is not the data this run was made with "
+                                             f"({changed}); verdicts were checked against it as it is now")
     return {it.id: it for it in items}, None
 
 
@@ -259,6 +266,8 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         items, why = load_benchmark_items(meta, data, benchmark, run_dir, judge_name)
         if items is None:
             warnings.append(f"benchmark not checked: {why}; verdicts were validated without the question list")
+        elif why:
+            warnings.append(why)
 
     def norm(category) -> str:
         name = normalize_class(str(category or ""))
