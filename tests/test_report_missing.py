@@ -53,6 +53,9 @@ def test_report_on_a_never_judged_run_says_so_and_exits_1(tmp_path, bench, capsy
     assert rc == 1
     assert "never judged" in err and "--phase judge" in err
     assert "never judged" in (run / "report" / "status.md").read_text()
+    # asked for (a report of the earlier phases only): said, but exit 0
+    assert main(["-q", "report", str(run), "--no-gallery", "--bootstrap", "0", "--allow-unjudged"]) == 0
+    assert "never judged" in capsys.readouterr().err
     # once judged, the same report exits 0
     _run(_config(), run, bench, ["judge"])
     assert main(["-q", "report", str(run), "--no-gallery", "--bootstrap", "0"]) == 0

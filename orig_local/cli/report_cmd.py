@@ -65,6 +65,8 @@ def add_arguments(parser) -> None:
                         help="compare runs judged by different judge models/revisions (refused otherwise)")
     parser.add_argument("--allow-data-errors", action="store_true",
                         help="exit 0 even when rows had to be left out as data errors")
+    parser.add_argument("--allow-unjudged", action="store_true",
+                        help="exit 0 for runs that were never judged (a report of their earlier phases)")
     parser.add_argument("--data", help="benchmark folder/file to check verdicts against (default: run.json's)")
     parser.add_argument("--benchmark", help="benchmark loader for --data (default: run.json's)")
     parser.add_argument("--ids", action="append", help="comma-separated item ids: tables over these only")
@@ -99,7 +101,8 @@ def run(args) -> int:
         print(wise)
     for name, path in written.items():
         print(f"{name}: {path}")
-    return max(data_error_exit(written, args.allow_data_errors), never_judged_exit(args.runs, args.judge_name))
+    unjudged = never_judged_exit(args.runs, args.judge_name)
+    return max(data_error_exit(written, args.allow_data_errors), 0 if args.allow_unjudged else unjudged)
 
 
 def never_judged_exit(runs, judge_name: str | None) -> int:
