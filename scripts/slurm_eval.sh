@@ -165,7 +165,9 @@ case "$MODE" in
     if (( ${#shards[@]} == 0 )); then log "no shard folders in $SHARD_ROOT"; exit 1; fi
     if (( ${#shards[@]} != SHARDS )); then log "expected $SHARDS shard folders, found ${#shards[@]}"; exit 1; fi
     "${ORIG_CMD[@]}" merge "${shards[@]}" --out "$OUT"
-    "${ORIG_CMD[@]}" report "$OUT" --out "$OUT/report"
+    report_args=()  # without a judge phase the report covers the earlier phases (no accuracy)
+    [[ " $PHASES " == *" judge "* ]] || report_args+=(--allow-unjudged)
+    "${ORIG_CMD[@]}" report "$OUT" --out "$OUT/report" ${report_args[@]+"${report_args[@]}"}
     ;;
   *)
     echo "usage: $0 [submit|shard|merge]  (settings in the environment; see the header)" >&2

@@ -215,7 +215,9 @@ async def test_run_many_overlaps_prompts_under_the_limit():
     results = await a.run_many([PROMPT] * 16, concurrency=8)
     wall = time.perf_counter() - start
     assert in_flight["max"] == 8 and all(r.references for r in results)
-    assert wall < 4 * one  # ideally two waves of 8 (2x one run); one after another would be 16x
+    # Ideally two waves of 8 (2x one run); one after another would be 16x. A ratio of two wall
+    # times on the same machine, with a wide margin: load slows both, serialisation shows as ~16x.
+    assert wall < 8 * one, f"16 prompts took {wall / one:.1f}x one prompt (sequential: 16x)"
 
 
 async def test_near_duplicates_are_dropped_before_the_vlm_sees_them():

@@ -238,13 +238,14 @@ def test_generate_contacts_the_backbone_before_loading_clip(tmp_path, capsys, mo
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    main(["-q", "generate", "a red apple", "--offline", "--out", str(tmp_path / "g"),
-          "-s", "backbone.backend=openai", "-s", f"backbone.base_url=http://127.0.0.1:{port}/v1",
-          "-s", "backbone.model=x", "-s", "generator.preset=null", "-s", "backbone.connect_retries=0"])
-    capsys.readouterr()
+    rc = main(["-q", "generate", "a red apple", "--offline", "--out", str(tmp_path / "g"),
+               "-s", "backbone.backend=openai", "-s", f"backbone.base_url=http://127.0.0.1:{port}/v1",
+               "-s", "backbone.model=x", "-s", "generator.preset=null", "-s", "backbone.connect_retries=0"])
+    err = capsys.readouterr().err
     assert loads == []
-    trace = json.loads((tmp_path / "g" / "trace.json").read_text())
-    assert any("ConnectError" in e or "Connection" in e for e in trace["stage_errors"])  # it did try the backbone
+    # the preflight contacted the backbone first and stopped there: exit 2, nothing written
+    assert rc == 2 and f"127.0.0.1:{port}" in err and "does not answer" in err
+    assert not (tmp_path / "g").exists()
 
 
 def test_corrupt_run_json_when_resuming_eval_names_the_file(tmp_path, capsys, bench):

@@ -148,10 +148,75 @@ def test_judge_answers_one_of_five_letters_and_scores_like_the_official_code(tmp
     replies = iter(["A", "E", "C", "A", "B"])  # right, wrong (E), right, wrong, right
     chat = ScriptedChatModel(ChatConfig(backend="scripted", model="s"),
                              replies=[lambda m, s: f'"{next(replies)}"'], cycle=True)
-    judge = Judge(chat, name="s", answer_format="text")
+    judge = Judge(chat, name="s", answer_format="text", choice_rule="labelled")  # quoted letters: ours reads them
     verdicts = [asyncio.run(judge.judge_question(q, solid("red"))) for q in item.questions]
     assert [v.answer for v in verdicts] == ["A", "E", "C", "A", "B"]
     assert [v.correct for v in verdicts] == [True, False, True, False, True]
     assert prompt_score(item.id, item.category, [(None, v.correct) for v in verdicts]).s == pytest.approx(3 / 5)
     shown = chat.requests[1]["messages"][-1].text
     assert "E. None of the above" in shown and "science option a 1.1" in shown
+
+
+@pytest.mark.parametrize("text,expected", [
+    # options start at line starts: a letter inside an option's text is not a new option
+    ("A) Vitamin B: thiamine\nB) Vitamin C: ascorbic acid\nC) D. melanogaster\nD) E. coli",
+     ["Vitamin B: thiamine", "Vitamin C: ascorbic acid", "D. melanogaster", "E. coli"]),
+    ("a) lower case\nb) markers\nc) too", ["lower case", "markers", "too"]),
+    ("A) one\nB) two\n-", ["one", "two"]),  # a leftover "-" line
+    ("A) an option written\nover two lines\nB) two", ["an option written over two lines", "two"]),
+    ("A) Vitamin B: thiamine B) Vitamin C", ["Vitamin B: thiamine", "Vitamin C"]),  # one line: B) only
+])
+def test_options_start_at_line_starts(text, expected):
+    assert parse_choices(text) == expected
+
+
+def test_none_of_the_above_already_present_and_an_answer_e(tmp_path):
+    from orig_local.evaluation.loaders.ihalla import with_none_option
+
+    listed = with_none_option(parse_choices("A) x\nB) y\nC) z\nD) None of the above"))
+    assert listed == ["x", "y", "z", "None of the above"]  # not offered twice
+    assert answer_letter("E) None of the above", listed, "t") == "D"  # the option it names
+    added = with_none_option(parse_choices("A) x\nB) y\nC) z\nD) w"))
+    assert answer_letter("E) None of the above", added, "t") == "E"
+    rows = [{"id": 1, "prompt": "p", "category": "science",
+             "questions": [{"question": "q?", "choices": "A) x\nB) y\nC) z\nD) w", "answer": "E) None of the above"}]}]
+    (tmp_path / "ih.json").write_text(json.dumps(rows))
+    assert load_benchmark("ihalla", tmp_path / "ih.json")[0].questions[0].answer == "E"
+
+
+def _judged(replies, rule=None):
+    item = _one_item()
+    it = iter(replies)
+    chat = ScriptedChatModel(ChatConfig(backend="scripted", model="s"), replies=[lambda m, s: next(it)], cycle=True)
+    kw = {"choice_rule": rule} if rule else {}
+    judge = Judge(chat, name="s", answer_format="text", **kw)
+    return [asyncio.run(judge.judge_question(item.questions[1], solid("red"))) for _ in replies]
+
+
+def _one_item():
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp()) / "data"
+    return load_benchmark("ihalla", make_release(folder, n_prompts=1, domains=("science",)))[0]
+
+
+def test_the_official_first_character_rule_is_the_default_for_free_text_replies():
+    # question q2's answer is B) ...: the official scorer reads only the first character
+    replies = ["B", "B) Hydrogen", "(B)", "Answer: B", "None of the above", "b", "  B because"]
+    got = _judged(replies)
+    assert [v.correct for v in got] == [True, True, False, False, False, False, True]
+    assert all(v.error is None for v in got)  # every reply is scored, none dropped from the denominator
+    assert {v.rule for v in got} == {"first_character"}
+    ours = _judged(replies, rule="labelled")
+    assert [v.correct for v in ours[:3]] == [True, True, True] and ours[3].error and ours[4].error
+
+
+def test_the_report_says_which_rule_scored_the_run(tmp_path):
+    from types import SimpleNamespace
+
+    from orig_local.evaluation.report import choice_rule_note
+
+    run = SimpleNamespace(label="r", judge_rows={"x": {"verdicts": [{"qid": "q1", "rule": "first_character"}]}})
+    assert "official I-HallA rule" in choice_rule_note([run])
+    assert choice_rule_note([SimpleNamespace(label="f", judge_rows={"x": {"verdicts": [{"qid": "q1"}]}})]) == ""

@@ -212,18 +212,24 @@ def test_interrupt_exits_130_with_how_to_resume(tmp_path, capsys, monkeypatch):
 
 
 def test_generate_never_exits_0_on_a_raw_prompt_fallback(tmp_path, capsys):
-    url = f"http://127.0.0.1:{free_port()}/v1"
-    args = ["-q", "generate", "A Quillon glassback beetle on a leaf", "--offline", "--condition", "orig",
-            "-s", "backbone.backend=openai", "-s", f"backbone.base_url={url}", "-s", "backbone.model=x",
-            "-s", "backbone.connect_retries=0", "-s", "agent.dedup=false", "-s", "cache_dir=''",
-            "-s", "generator.preset=null"]
-    assert main(args + ["--out", str(tmp_path / "a")]) == 1
+    def args(url):  # a server that passes the preflight, then dies at the first chat request
+        return ["-q", "generate", "A Quillon glassback beetle on a leaf", "--offline", "--condition", "orig",
+                "-s", "backbone.backend=openai", "-s", f"backbone.base_url={url}", "-s", "backbone.model=x",
+                "-s", "backbone.connect_retries=0", "-s", "agent.dedup=false", "-s", "cache_dir=''",
+                "-s", "generator.preset=null"]
+
+    with OpenAILoopback(model="x", die_after=0) as server:
+        assert main(args(server.base_url) + ["--out", str(tmp_path / "a")]) == 1
     captured = capsys.readouterr()
     assert "FAILED" in captured.err and "ChatConnectionError" in captured.err
     assert "search unavailable" not in captured.out + captured.err
     trace = json.loads((tmp_path / "a" / "trace.json").read_text())
     assert trace["status"] == "failed" and trace["transport_failure"] is True
-    assert main(args + ["--out", str(tmp_path / "b"), "--allow-degraded"]) == 0
+    with OpenAILoopback(model="x", die_after=0) as server:
+        assert main(args(server.base_url) + ["--out", str(tmp_path / "b"), "--allow-degraded"]) == 0
+    # a server that is down before the first request: the preflight says so (exit 2), nothing written
+    assert main(args(f"http://127.0.0.1:{free_port()}/v1") + ["--out", str(tmp_path / "c")]) == 2
+    assert not (tmp_path / "c").exists()
 
 
 # --------------------------------------------------------------------------- nothing lost

@@ -22,7 +22,10 @@ from orig_local.retrieval.safety import UrlGuard, classify_address
 from orig_local.retrieval.testserver import LoopbackServer, article_html, image_bytes, respond
 
 TIMEOUT = 1.5
-SLACK = 1.5  # scheduling slack on a busy 2-core machine
+# Wall-clock bounds say "ended at its deadline, not when the hostile server let go" (stalls of
+# 30 s, unbounded bombs): a loaded machine may add seconds, which still tells the two apart.
+SLACK = 6.0
+PATIENT = 30.0  # deadline for pages that must parse
 CAP = 1_000_000  # images
 PAGE_CAP = 5_000_000  # pages: the 3.6 MB parse bomb must reach the parser
 PARAS = ["The Veltrane Harbor Lighthouse stands on a black basalt outcrop at the end of the north "
@@ -100,6 +103,15 @@ async def reader(parse_pool):
     await session.aclose()
 
 
+@pytest.fixture
+async def patient_reader(parse_pool):
+    """For pages that must read: a deadline no loaded machine reaches (TIMEOUT is for the
+    hostile cases, which must end at it)."""
+    session = HttpSession(fetch_config(timeout_s=PATIENT))
+    yield WebPageReader(ReaderConfig(timeout_s=PATIENT, max_bytes=PAGE_CAP, min_chars=100), session, parse_pool)
+    await session.aclose()
+
+
 async def timed(coro):
     start = time.monotonic()
     result = await coro
@@ -139,7 +151,8 @@ async def test_more_than_two_codings_and_unknown_codings_are_refused(server, rea
 
 
 @pytest.mark.parametrize("path", ["/two-codings", "/deflate-raw", "/deflate-zlib", "/gzip-multimember"])
-async def test_legitimate_codings_decode_to_the_page(server, reader, path):
+async def test_legitimate_codings_decode_to_the_page(server, patient_reader, path):
+    reader = patient_reader  # a page that must parse: no load-sized deadline
     page = await reader.read(server.url(path))
     assert isinstance(page, Page), page
     assert "teal and orange spiral bands" in page.text and page.title == "Veltrane Harbor Lighthouse"
@@ -160,36 +173,40 @@ def test_decoder_never_emits_more_than_one_step_at_a_time():
 
 # --------------------------------------------------------------------------- parse deadline
 
-async def test_parse_bomb_ends_as_timeout_within_the_deadline(server, reader):
+async def test_parse_bomb_ends_as_timeout_within_the_deadline(server, reader, patient_reader):
     result, elapsed = await timed(reader.read(server.url("/parse-bomb")))
     assert isinstance(result, FetchFailure) and result.kind == "timeout", result
     assert "pars" in result.detail
     assert elapsed < TIMEOUT + WebPageReader.PARSE_GRACE_S + SLACK
-    # the killed worker was replaced: the next page reads normally
-    page = await reader.read(server.url("/article"))
+    # the killed worker was replaced: the next page reads normally (the new worker's start,
+    # which imports trafilatura, may take seconds on a loaded machine)
+    page = await patient_reader.read(server.url("/article"))
     assert isinstance(page, Page), page
 
 
-async def test_event_loop_keeps_ticking_during_hostile_fetches(server, reader):
+async def test_event_loop_keeps_ticking_during_hostile_fetches(server, reader, patient_reader):
     """A coroutine ticking every 10 ms must never wait much longer while bombs are fetched,
-    decoded and parsed. (Parsing in a thread stalled it for seconds.) The bound allows for a
-    shared CI machine; bench_hostile.py prints the figure."""
+    decoded and parsed. (Parsing in a thread stalled it for seconds.) A late tick counts as a
+    stall only as far as this process burned CPU meanwhile (``process_time``, every thread): a
+    machine loaded by other processes delays ticks without CPU of ours, parsing or decoding
+    that holds the loop (or the GIL) does not. bench_hostile.py prints the wall-clock figure."""
     fetcher = WebImageFetcher(fetch_config())
     lag, stop = 0.0, False
 
     async def probe():
         nonlocal lag
         while not stop:
-            t = time.monotonic()
+            t, cpu = time.monotonic(), time.process_time()
             await asyncio.sleep(0.01)
-            lag = max(lag, time.monotonic() - t - 0.01)
+            late = time.monotonic() - t - 0.01
+            lag = max(lag, min(late, time.process_time() - cpu))
 
     ticker = asyncio.create_task(probe())
     try:
         results = await asyncio.gather(
             reader.read(server.url("/parse-bomb")), reader.read(server.url("/gzip-gzip-bomb")),
             reader.read(server.url("/gzip-gzip-bomb")), fetcher.fetch(server.url("/gzip-gzip-bomb-image")),
-            reader.read(server.url("/article")))
+            patient_reader.read(server.url("/article")))
     finally:
         stop = True
         await ticker
@@ -200,20 +217,23 @@ async def test_event_loop_keeps_ticking_during_hostile_fetches(server, reader):
 
 # --------------------------------------------------------------------------- byte-order marks
 
-async def test_utf16_plain_text_with_bom_is_decoded(server, reader):
+async def test_utf16_plain_text_with_bom_is_decoded(server, patient_reader):
+    reader = patient_reader  # a page that must parse: no load-sized deadline
     page = await reader.read(server.url("/utf16-plain"))
     assert isinstance(page, Page), page
     assert "teal and orange spiral bands" in page.text and "\x00" not in page.text
 
 
 @pytest.mark.parametrize("path", ["/utf16be-html", "/utf32-html"])
-async def test_bom_wins_over_declared_charset(server, reader, path):
+async def test_bom_wins_over_declared_charset(server, patient_reader, path):
+    reader = patient_reader  # a page that must parse: no load-sized deadline
     page = await reader.read(server.url(path))
     assert isinstance(page, Page), page
     assert "hexagonal lantern room" in page.text and "\x00" not in page.text
 
 
-async def test_page_text_never_contains_nul(server, reader):
+async def test_page_text_never_contains_nul(server, patient_reader):
+    reader = patient_reader  # a page that must parse: no load-sized deadline
     page = await reader.read(server.url("/nul-html"))
     assert isinstance(page, Page), page
     assert "\x00" not in page.text and "\x00" not in page.title and "basalt" in page.text
@@ -405,7 +425,7 @@ async def test_waiting_for_decode_memory_ends_at_the_deadline():
     data = image_bytes(1000, 1000, pattern=1)
     result, elapsed = await timed(decoder.decode(data, "u", deadline=time.monotonic() + 0.3))
     assert isinstance(result, FetchFailure) and result.kind == "timeout", result
-    assert 0.25 < elapsed < 0.3 + SLACK
+    assert 0.25 < elapsed < 0.3 + SLACK  # at its deadline; the holder never finishes
 
 
 async def test_retriever_close_stops_its_parse_workers(server):
@@ -413,7 +433,7 @@ async def test_retriever_close_stops_its_parse_workers(server):
     from orig_local.retrieval.retriever import Retriever
 
     config = RetrievalConfig.model_validate({
-        "search": {"chain": ["searxng"], "cache": False}, "reader": {"timeout_s": 5, "min_chars": 100},
+        "search": {"chain": ["searxng"], "cache": False}, "reader": {"timeout_s": PATIENT, "min_chars": 100},
         "fetch": {"allow_loopback": True, "per_host_interval_s": 0}})
     r = Retriever.from_config(config)
     page = await r.read_page(server.url("/article"))
@@ -466,7 +486,7 @@ async def test_retriever_close_closes_every_part_even_when_one_fails_to_close(se
     from orig_local.retrieval.retriever import Retriever
 
     config = RetrievalConfig.model_validate({
-        "search": {"chain": ["searxng"], "cache": False}, "reader": {"timeout_s": 5, "min_chars": 100},
+        "search": {"chain": ["searxng"], "cache": False}, "reader": {"timeout_s": PATIENT, "min_chars": 100},
         "fetch": {"allow_loopback": True, "per_host_interval_s": 0}})
     r = Retriever.from_config(config)
     page = await r.read_page(server.url("/article"))

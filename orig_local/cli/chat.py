@@ -51,6 +51,10 @@ def run(args) -> int:
     if missing:
         print(f"orig chat: no such image file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    from orig_local.evaluation.preflight import check_chat_server
+
+    # A server that is down fails here in seconds with the fix named, not after every retry.
+    check_chat_server(args.role, getattr(config, args.role))
     try:
         reply = asyncio.run(_chat(args, config))
     except ChatError as exc:

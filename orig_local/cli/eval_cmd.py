@@ -85,7 +85,9 @@ def adopt_run_meta(config, args, out) -> None:
     if not args.benchmark and meta.get("benchmark"):
         config.eval.benchmark = meta["benchmark"]
     if not args.data and not config.eval.data and meta.get("data"):
-        config.eval.data = meta["data"]
+        from orig_local.evaluation.rundir import data_path
+
+        config.eval.data = data_path(meta)  # absolute: resuming from another directory finds it
     if not args.generator and not config.generator.preset and meta.get("generator"):
         config.generator.preset = meta["generator"]
     if not args.backbone and meta.get("backbone") and not any(o.startswith("backbone.") for o in args.overrides):
@@ -98,8 +100,9 @@ def _load_items(ev, ids: list[str] | None = None):
     from pathlib import Path
 
     from orig_local.errors import DataError, UsageError
+    from orig_local.evaluation.identity import benchmark_identity
     from orig_local.evaluation.loaders import LOADERS, benchmark_options, benchmark_source, load_benchmark
-    from orig_local.evaluation.orchestrate import benchmark_identity
+    from orig_local.evaluation.loaders.wise import PROTOCOLS
     from orig_local.evaluation.selection import check_selection
 
     if ev.benchmark not in LOADERS:
@@ -123,8 +126,12 @@ def _load_items(ev, ids: list[str] | None = None):
         raise UsageError(f"unknown class(es) {', '.join(empty)}",
                          hint=f"valid classes: {', '.join(sorted({it.category for it in every}))}")
     check_selection(every, ids=ids)
+    # The binding must not depend on how the items are judged: another WISE protocol is another
+    # judge name on the same data, so the fields are bound with every protocol's questions.
+    bound = (load_benchmark(ev.benchmark, ev.data, include_others=True, **{**options, "protocols": list(PROTOCOLS)})
+             if "protocols" in options else every)
     return items, benchmark_identity(ev.benchmark, str(Path(ev.data).resolve()), every,
-                                     source=benchmark_source(ev.benchmark, ev.data, **options))
+                                     source=benchmark_source(ev.benchmark, ev.data, **options), bound_items=bound)
 
 
 def exit_status(summaries, command: str = "orig eval") -> int:

@@ -31,6 +31,19 @@ def _default_out(prompt: str) -> str:
     return f"runs/generate/{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
 
 
+def _preflight(config) -> None:
+    """Like ``orig eval``: a served backbone that is down, or an unknown generator preset, fails
+    in seconds with the fix named (PreflightError, exit 2) instead of after every retry."""
+    from orig_local.evaluation.preflight import check_chat_server
+
+    if config.agent.spec.uses_backbone:
+        check_chat_server("backbone", config.backbone)
+    if config.generator.preset:
+        from orig_local.presets import load_preset
+
+        load_preset(config.generator.preset)  # ConfigError listing the known presets
+
+
 def run(args) -> int:
     import sys
 
@@ -40,6 +53,7 @@ def run(args) -> int:
     if args.condition:
         args.overrides = list(args.overrides) + [f"agent.condition={args.condition}"]
     config = config_from_args(args)
+    _preflight(config)
     out = args.out or _default_out(args.prompt)
     result = run_agent(args.prompt, config=config, out_dir=out)
     print(result.final_prompt)

@@ -10,6 +10,7 @@ per run naming the first items (``--allow-data-errors``: exit 0).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 HELP = "Table-3 accuracy (with CIs), differences, cost tables, figures, HTML gallery from runs"
 
@@ -64,6 +65,8 @@ def add_arguments(parser) -> None:
                         help="compare runs judged by different judge models/revisions (refused otherwise)")
     parser.add_argument("--allow-data-errors", action="store_true",
                         help="exit 0 even when rows had to be left out as data errors")
+    parser.add_argument("--allow-unjudged", action="store_true",
+                        help="exit 0 for runs that were never judged (a report of their earlier phases)")
     parser.add_argument("--data", help="benchmark folder/file to check verdicts against (default: run.json's)")
     parser.add_argument("--benchmark", help="benchmark loader for --data (default: run.json's)")
     parser.add_argument("--ids", action="append", help="comma-separated item ids: tables over these only")
@@ -98,7 +101,21 @@ def run(args) -> int:
         print(wise)
     for name, path in written.items():
         print(f"{name}: {path}")
-    return data_error_exit(written, args.allow_data_errors)
+    unjudged = never_judged_exit(args.runs, args.judge_name)
+    return max(data_error_exit(written, args.allow_data_errors), 0 if args.allow_unjudged else unjudged)
+
+
+def never_judged_exit(runs, judge_name: str | None) -> int:
+    """1, with one line per run x judge on stderr, when a run has no judge rows at all: a table
+    of dashes must not pass for a report."""
+    from orig_local.evaluation.binding import has_rows, phase_key
+
+    names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
+    missing = [(run, name) for run in runs for name in names if not has_rows(Path(run), phase_key("judge", name))]
+    for run, name in missing:
+        print(f"orig: run {run} was never judged (no {phase_key('judge', name)}.jsonl rows): no accuracy; "
+              f"run `orig eval --phase judge --out {run}`" + (f" --judge-name {name}" if name else ""), file=sys.stderr)
+    return 1 if missing else 0
 
 
 def data_error_exit(written: dict, allow: bool) -> int:

@@ -36,6 +36,12 @@ class EvalConfig(StrictModel):
     # The authors' released evaluation shows the judge the prompt's gold reference text; the
     # paper's Eq. 10 does not mention it. On by default to match the published protocol.
     judge_reference_text: bool = True
+    # Multiple-choice replies (I-HallA) without a schema (judge_answer_format: text): "first_character"
+    # = the official I-HallA scorer's rule, the reply's first character is the chosen letter
+    # ("(B)", "Answer: B", "None of the above" are then wrong answers, never errors); "labelled"
+    # = ours, exactly one letter or a labelled option ("B", "(b)", "B) Hydrogen"), else an error.
+    # With a schema (bool/object) the reply is one letter and both rules agree.
+    choice_rule: Literal["first_character", "labelled"] = "first_character"
     judge_errors: Literal["exclude", "false"] = "exclude"  # how scoring treats unparseable verdicts
     judge_concurrency: int = Field(16, ge=1)  # prompts judged at once (questions of one prompt run together)
     judge_name: str | None = None  # None -> judge.jsonl; else judge-<name>.jsonl (compare judges)

@@ -80,6 +80,7 @@ class BenchmarkItem(_Model):
     facts: list[GoldFact] = Field(default_factory=list)
     prompt_zh: str | None = None
     subcategory: str | None = None
+    raw_category: str | None = None  # the data's own class string where the class is derived (WISE)
     issues: list[str] = Field(default_factory=list)  # non-fatal load problems (missing files...)
 
     def concepts(self) -> set[str]:

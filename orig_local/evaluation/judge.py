@@ -65,6 +65,7 @@ class Verdict:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    rule: str | None = None  # multiple choice: how the reply was read (first_character / labelled / schema)
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +160,13 @@ def parse_choice(text: str, letters: str) -> str | None:
     return word if len(word) == 1 and word in letters else None
 
 
+def first_character(text: str) -> str | None:
+    """The official I-HallA scorer's reading of a free-text reply: its first character is the
+    chosen option (leading whitespace skipped), whatever follows; None for an empty reply."""
+    body = text.lstrip()
+    return body[0] if body else None
+
+
 def soft_true(top_logprobs: dict[str, float] | None) -> float | None:
     """P(true) from the first token's alternatives: mass of tokens that start "true" over the
     mass of tokens that start "true" or "false". None when neither appears."""
@@ -217,8 +225,10 @@ class Judge:
 
     def __init__(self, chat: BaseChatModel, answer_format: AnswerFormat = "bool", logprobs: int = 0,
                  reference_text: bool = True, templates_dir: str | Path | None = None,
-                 name: str | None = None, max_tokens: int | None = None):
+                 name: str | None = None, max_tokens: int | None = None,
+                 choice_rule: Literal["first_character", "labelled"] = "first_character"):
         self.chat = chat
+        self.choice_rule = choice_rule
         self.answer_format = answer_format
         self.logprobs = logprobs or None
         self.reference_text = reference_text
@@ -236,7 +246,7 @@ class Judge:
         ev = config.eval
         return cls(chat, answer_format=ev.judge_answer_format, logprobs=ev.judge_logprobs,
                    reference_text=ev.judge_reference_text, templates_dir=config.prompts_dir,
-                   name=ev.judge_name or config.judge.preset or config.judge.model)
+                   name=ev.judge_name or config.judge.preset or config.judge.model, choice_rule=ev.choice_rule)
 
     async def aclose(self) -> None:
         """Release the judge's chat model (its HTTP clients belong to the running loop)."""
@@ -269,6 +279,8 @@ class Judge:
                 value = None
         elif schema is not None:
             value = reply.parsed.root if isinstance(reply.parsed, RootModel) else reply.parsed.answer
+        elif letters and self.choice_rule == "first_character":
+            value = first_character(reply.text)
         elif letters:
             value = parse_choice(reply.text, letters)
         else:
@@ -317,7 +329,10 @@ class Judge:
         if has_reference:
             parts += ["Reference image:", ImageRef(question.reference_image, label="reference")]
         parts.append(text)
-        value, raw, reply = await self._ask([system(sys_text), user(*parts)], self._schema(question), letters)
+        schema = self._schema(question)
+        if letters:
+            verdict.rule = "schema" if schema is not None else self.choice_rule
+        value, raw, reply = await self._ask([system(sys_text), user(*parts)], schema, letters)
         return self._finish(verdict, value, raw, reply)
 
     async def judge_item(self, item: BenchmarkItem, image: Any) -> list[Verdict]:

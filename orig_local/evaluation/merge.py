@@ -2,7 +2,8 @@
 several machines) into one ``<phase>.jsonl`` per phase, without duplicates.
 
 Rows are keyed by id; the first complete row wins (rows of a finished id are identical across
-shards anyway, since each id ran in exactly one shard). The merged file is written atomically;
+shards anyway, since each id ran in exactly one shard), except that a row that finished better
+(ok over degraded over failed: an item retried on another machine) replaces a worse one. The merged file is written atomically;
 the shard files it absorbed move to ``shards/`` so a later read cannot count them twice.
 """
 
@@ -33,6 +34,20 @@ def merge_runs(runs: list[str | Path], out: str | Path | None = None) -> dict[st
         return _merge(runs, out)
 
 
+_RANK = {"ok": 0, "degraded": 1, "failed": 2}
+
+
+def _keep_better(rows: dict[str, dict], row: dict) -> None:
+    """One row per id: the first, unless a later one finished better (an item retried on
+    another machine): an ok row never loses to a failed copy of the same id."""
+    def rank(r: dict) -> int:
+        return _RANK.get(str(r.get("status") or ("failed" if r.get("error") else "ok")), 2)
+
+    old = rows.get(row["id"])
+    if old is None or rank(row) < rank(old):
+        rows[row["id"]] = row
+
+
 def _merge(runs: list[Path], out: Path) -> dict[str, int]:
     groups: dict[str, list[Path]] = {}
     for run in runs:
@@ -50,7 +65,7 @@ def _merge(runs: list[Path], out: Path) -> dict[str, int]:
             if path.parent.resolve() == out.resolve():
                 JsonlStore(path)  # moves corrupt lines aside (<name>.corrupt.jsonl) instead of dropping them
             for row in read_rows(path):
-                rows.setdefault(row["id"], row)
+                _keep_better(rows, row)
         write_rows_atomic(target, rows.values())
         counts[target.name] = len(rows)
         for path in paths:

@@ -4,14 +4,15 @@ hold the run folder, build each component only when its phase runs, release it a
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orig_local.errors import OrigError, UsageError
+from orig_local.evaluation import binding
+from orig_local.evaluation.identity import benchmark_identity as benchmark_identity  # re-exported
+from orig_local.evaluation.identity import identity_differs
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
 from orig_local.evaluation.phases.agent import run_agent_phase
@@ -19,7 +20,7 @@ from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from
 from orig_local.evaluation.phases.generate import run_generate_phase
 from orig_local.evaluation.phases.judge import run_judge_phase
 from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
-from orig_local.evaluation.rundir import backbone_size, hold_run, read_meta, write_meta_file
+from orig_local.evaluation.rundir import backbone_size, data_path, hold_run, read_meta, write_meta_file
 
 if TYPE_CHECKING:
     from orig_local.config import Config
@@ -88,30 +89,18 @@ def build_judge(config: Config) -> Judge:
 # --------------------------------------------------------------------------- run.json
 
 
-def benchmark_identity(loader: str, data: str | None, items: Sequence[BenchmarkItem],
-                       variant: str | None = None, source: dict | None = None) -> dict[str, Any]:
-    """What binds a run folder to its data: the loader, the data path, the loader's own
-    description of what it read (WISE: release, variant, sha256 per file) and the sha256 of the
-    canonical JSON of every loaded item's id, prompt and questions."""
-    canon = [{"id": it.id, "prompt": it.prompt,
-              "questions": [[q.id, q.text, q.answer] for q in it.questions]} for it in items]
-    blob = json.dumps(sorted(canon, key=lambda c: c["id"]), sort_keys=True, ensure_ascii=False).encode()
-    src = {k: v for k, v in (source or {}).items() if k not in ("loader", "root")}  # root: machine-specific
-    return {"loader": loader, "data": data, "variant": variant or src.pop("variant", None), **src,
-            "items": len(items), "sha256": hashlib.sha256(blob).hexdigest()}
-
-
 def _check_same_run(run_dir: Path, old: dict, meta: dict) -> None:
     for key in ("benchmark", "condition", "generator", "backbone", "seed"):
         if old.get(key) is not None and meta.get(key) is not None and old[key] != meta[key]:
-            raise RunMismatch(f"{run_dir} holds a run with {key}={old[key]!r}, not {meta[key]!r}",
-                              hint="use another --out")
+            hint = ("pass --generator " + str(old[key]) + " (what the run was started with), or another --out"
+                    if key == "generator" else "use another --out")
+            raise RunMismatch(f"{run_dir} holds a run with {key}={old[key]!r}, not {meta[key]!r}", hint=hint)
     was, now = (old.get("benchmark_identity") or {}), (meta.get("benchmark_identity") or {})
-    if was.get("sha256") and now.get("sha256") and was["sha256"] != now["sha256"]:
+    what = identity_differs(was, now)
+    if what:
         raise RunMismatch(
-            f"{run_dir} was run on other data ({was.get('loader')} {was.get('data')}, {was.get('items')} items, "
-            f"sha256 {was['sha256'][:12]}) than {now.get('data')} ({now.get('items')} items, sha256 "
-            f"{now['sha256'][:12]})", hint="use another --out, or the data the run was started with")
+            f"{run_dir} was run on other data ({was.get('loader')} {was.get('data')}) than {now.get('data')}: {what}",
+            hint="use another --out, or the data the run was started with")
 
 
 def run_meta(config: Config, run_dir: Path, extra: dict | None = None) -> dict:
@@ -120,7 +109,7 @@ def run_meta(config: Config, run_dir: Path, extra: dict | None = None) -> dict:
     backbone = (config.backbone.preset or config.backbone.model) if spec.uses_backbone else None
     meta = {
         "benchmark": config.eval.benchmark,
-        "data": config.eval.data,
+        "data": str(Path(config.eval.data).resolve()) if config.eval.data else None,
         "condition": config.agent.condition,
         "backbone": backbone,
         "backbone_size_b": backbone_size(backbone),
@@ -133,15 +122,20 @@ def run_meta(config: Config, run_dir: Path, extra: dict | None = None) -> dict:
     return meta
 
 
-def check_meta(config: Config, run_dir: Path, extra: dict | None = None) -> None:
-    """Refuse (RunMismatch) a run folder holding another benchmark/condition/model/data."""
-    _check_same_run(Path(run_dir), read_meta(run_dir), run_meta(config, run_dir, extra))
+def check_meta(config: Config, run_dir: Path, extra: dict | None = None, phases: Sequence[str] = ()) -> None:
+    """Refuse (RunMismatch) a run folder holding another benchmark/condition/model/data, and
+    (SettingsMismatch) a phase in ``phases`` whose rows were made with other settings."""
+    old = read_meta(run_dir)
+    _check_same_run(Path(run_dir), old, run_meta(config, run_dir, extra))
+    binding.check(Path(run_dir), old.get("settings") or {}, config, list(phases), config.eval.judge_name)
 
 
-def write_meta(run_dir: Path, config: Config, extra: dict | None = None) -> dict:
+def write_meta(run_dir: Path, config: Config, extra: dict | None = None,
+               phases: Sequence[str] = ()) -> dict:
     """Record what this run is; refuse to mix a different benchmark/condition/data into it.
     Fields already recorded keep their first value (``data`` too: a rerun from a moved copy of
-    the same data does not rewrite where the run came from)."""
+    the same data does not rewrite where the run came from). ``phases``: record the settings
+    each reads (:mod:`orig_local.evaluation.binding`) and keep its ``config.<phase>.yaml``."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     meta = run_meta(config, run_dir, extra)
@@ -151,6 +145,10 @@ def write_meta(run_dir: Path, config: Config, extra: dict | None = None) -> dict
     for key in ("data", "benchmark_identity", "created_at"):
         if old.get(key) is not None:
             merged[key] = old[key]
+    if merged.get("data"):
+        merged["data"] = data_path(merged)  # older runs stored --data as typed (relative)
+    if phases:
+        merged = binding.record(run_dir, merged, config, list(phases), config.eval.judge_name)
     write_meta_file(run_dir, merged)
     from orig_local.config import save_config
 
@@ -235,6 +233,11 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
     run_dir = Path(run_dir)
     for phase in phases:
         check_phase(phase)
+    if "retrieval" in phases and not config.agent.retrieves:
+        from orig_local.errors import UsageError
+
+        raise UsageError(f"retrieval accuracy does not apply to condition {config.agent.condition!r}: it "
+                         "retrieves nothing", hint="run --phase retrieval on orig/orig_txt/orig_img runs only")
     env_shard = shard_from_env()
     lock_shard = shard or (env_shard if "generate" in phases else None)
     extra = {"benchmark_identity": data_identity} if data_identity else {}
@@ -244,13 +247,14 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
                               have={"backbone": agent is not None, "generator": generator is not None,
                                     "judge": judge is not None})
     if run_dir.is_dir():
-        check_meta(config, run_dir, extra)
+        check_meta(config, run_dir, extra, phases)
     summaries: list = []
     with hold_run(run_dir, lock_shard):
         started = now()
         prov = {**provenance(config, _uses(config, phases), served), "started_at": started, "ended_at": None,
                 "phases": list(phases)}
-        meta = write_meta(run_dir, config, {**extra, "provenance": prov})
+        meta = write_meta(run_dir, config, {**extra, "provenance": prov}, phases)
+        _keep_invocation_config(run_dir, config, started, phases)
         outcome = "interrupted"
         try:
             for phase in phases:
@@ -270,6 +274,20 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
         finally:
             _record_end(run_dir, meta, prov, summaries, outcome)
     return summaries
+
+
+def _keep_invocation_config(run_dir: Path, config: Config, started: str, phases: Sequence[str]) -> None:
+    """``configs/<start>-<phases>.yaml``: every invocation's resolved config, never overwritten
+    (``config.yaml`` is the last one's)."""
+    from orig_local.config import save_config
+
+    stamp = started.replace(":", "").replace("-", "")
+    path = run_dir / "configs" / f"{stamp}-{'+'.join(phases)}.yaml"
+    n = 1
+    while path.exists():  # two invocations in the same second
+        n += 1
+        path = run_dir / "configs" / f"{stamp}-{'+'.join(phases)}-{n}.yaml"
+    save_config(config, path)
 
 
 def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome: str) -> None:

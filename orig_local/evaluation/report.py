@@ -147,9 +147,29 @@ def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int) -> str:
          + ["prompts", "judge_question_errors", "judge_item_errors", "data_errors", "failed_items", "notes"], csv_rows)
     note = (f"Accuracy (%); in brackets the {int(ci * 100)}% bootstrap CI over prompts ({n_boot} "
             "replicates, resampled within classes). All = mean of the class columns.\n\n") if n_boot else "Accuracy (%).\n\n"
-    md = note + _md(head, md_rows) + notes_legend(runs)
+    md = note + _md(head, md_rows) + notes_legend(runs) + choice_rule_note(runs)
     (out / "accuracy.md").write_text(md, encoding="utf-8")
     return md
+
+
+CHOICE_RULES = {
+    "first_character": "the official I-HallA rule (the reply's first character is the chosen letter)",
+    "labelled": "ours (exactly one letter or a labelled option; anything else is a judge error)",
+    "schema": "a schema constraining the reply to one option letter",
+}
+
+
+def choice_rule_note(runs) -> str:
+    """Which rule read the multiple-choice replies of each run (from its verdicts), or ""."""
+    lines = []
+    for run in runs:
+        rules = sorted({str(v.get("rule")) for r in run.judge_rows.values()
+                        for v in (r.get("verdicts") if isinstance(r.get("verdicts"), list) else [])
+                        if isinstance(v, dict) and v.get("rule")})
+        if rules:
+            lines.append(f"- `{run.label}`: multiple-choice replies read by "
+                         + "; ".join(CHOICE_RULES.get(x, x) for x in rules))
+    return ("\nMultiple-choice scoring:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
 def _number(v):
@@ -206,6 +226,14 @@ def write_cost(runs, out: Path) -> str:
     return md
 
 
+def _retrieves(run) -> bool:
+    """Whether the run's condition retrieves (unknown condition: assume it does)."""
+    from orig_local.conditions import CONDITION_NAMES, condition
+
+    name = run.meta.get("condition")
+    return name not in CONDITION_NAMES or condition(name).retrieves
+
+
 def write_retrieval(runs, out: Path) -> str:
     keys = ["iterations", "retrieval_acc", "prompt_words", "references", "text_searches", "image_searches",
             "extension_in_tokens", "extension_out_tokens", "generation_acc"]
@@ -214,8 +242,11 @@ def write_retrieval(runs, out: Path) -> str:
     md_rows, csv_rows = [], []
     for run in runs:
         s = retrieval_summary(run)
-        md_rows.append([run.label] + [
-            _pct(s[k]) if k.endswith("_acc") else _num(s[k]) for k in keys] + [notes_cell(run)])
+        cells = [_pct(s[k]) if k.endswith("_acc") else _num(s[k]) for k in keys]
+        if not _retrieves(run):  # nothing retrieved: a retrieval accuracy would be a made-up number
+            cells[keys.index("retrieval_acc")] = "n/a"
+            s["retrieval_acc"] = math.nan
+        md_rows.append([run.label] + cells + [notes_cell(run)])
         csv_rows.append([run.label] + [None if math.isnan(s[k]) else round(s[k], 4) for k in keys])
     _csv(out / "retrieval.csv", ["run"] + keys, csv_rows)
     md = ("Retrieval and prompt statistics (Tables 4/7 layout; means per prompt).\n\n" + _md(head, md_rows)
@@ -578,17 +609,22 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     for d in run_dirs:
         for name in names:
             from orig_local.evaluation.results import load_benchmark_items, loader_options, read_run_meta
+            from orig_local.evaluation.rundir import data_path
 
             meta = read_run_meta(d) if Path(d).is_dir() else {}
             bench_name = str(benchmark or meta.get("benchmark") or "figeval")
-            key = (str(data or meta.get("data")), bench_name, repr(sorted(loader_options(d, bench_name).items())))
+            key = (str(data or data_path(meta)), bench_name,
+                   repr(sorted(loader_options(d, bench_name, name).items())))
             if key not in items_cache:  # one load per benchmark (and options), however many runs use it
-                items_cache[key] = load_benchmark_items(meta, data, benchmark, d) if Path(d).is_dir() else (None, None)
+                items_cache[key] = (load_benchmark_items(meta, data, benchmark, d, name) if Path(d).is_dir()
+                                    else (None, None))
             items, why = items_cache[key]
             run = load_run(d, name, errors, items=items, check_benchmark=False)
             if items is None and why:
                 run.warnings.insert(0, f"benchmark not checked: {why}; verdicts were validated without the "
                                        "question list (pass --data to check them)")
+            elif why:
+                run.warnings.insert(0, why)
             if len(names) > 1:
                 run.label = f"{run.label} [{name or 'default'}]"
             runs.append(run)

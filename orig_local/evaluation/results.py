@@ -116,6 +116,10 @@ def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
     rows: list[dict] = []
     for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
         if not path.is_file():
+            if path.is_symlink() or path.exists():  # a directory or a dangling link: never "no rows"
+                what = "a dangling link" if path.is_symlink() and not path.exists() else "not a file"
+                raise DataError(f"{path} is {what}; its rows cannot be read",
+                                hint="restore the file, or move it away if the phase never ran")
             continue
         got = _read_rows_capturing(path, warnings)
         lines = sum(1 for ln in path.read_bytes().split(b"\n") if ln.strip())
@@ -174,6 +178,8 @@ def row_status(row: dict, phase: str = "") -> str:
     status = row.get("status")
     if status in STATUSES:
         return status
+    if status is not None:  # "weird", "FAILED": never counted as ok (load_run reports it as a data error)
+        return "failed"
     if row.get("error"):
         return "failed"
     if phase == "agent" and row.get("stop_reason") == "error":
@@ -181,10 +187,16 @@ def row_status(row: dict, phase: str = "") -> str:
     return "ok"
 
 
-def loader_options(run_dir: str | Path | None, benchmark: str) -> dict:
-    """The loader options the run was made with (its ``config.yaml``'s ``eval`` section): WISE's
-    variant and judged protocols decide which questions an item has. {} when not recorded."""
-    if run_dir is None or not (Path(run_dir) / "config.yaml").is_file():
+def loader_options(run_dir: str | Path | None, benchmark: str, judge_name: str | None = None) -> dict:
+    """The loader options the run's judge phase was made with (``config.judge[-<name>].yaml``,
+    else ``config.yaml``'s ``eval`` section): WISE's variant and judged protocols decide which
+    questions an item has. {} when not recorded."""
+    if run_dir is None:
+        return {}
+    config_file = Path(run_dir) / (f"config.judge-{judge_name}.yaml" if judge_name else "config.judge.yaml")
+    if not config_file.is_file():
+        config_file = Path(run_dir) / "config.yaml"
+    if not config_file.is_file():
         return {}
     try:
         from types import SimpleNamespace
@@ -193,7 +205,7 @@ def loader_options(run_dir: str | Path | None, benchmark: str) -> dict:
 
         from orig_local.evaluation.loaders import benchmark_options
 
-        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
+        cfg = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
         ev = cfg.get("eval") if isinstance(cfg, dict) else None
         ev = ev if isinstance(ev, dict) else {}
         return benchmark_options(SimpleNamespace(benchmark=benchmark, variant=ev.get("variant") or "base",
@@ -203,19 +215,30 @@ def loader_options(run_dir: str | Path | None, benchmark: str) -> dict:
 
 
 def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None,
-                         run_dir: str | Path | None = None):
+                         run_dir: str | Path | None = None, judge_name: str | None = None):
     """The run's benchmark items by id, or (None, reason) when they cannot be loaded. With
-    ``run_dir``, the loader options the run recorded are used (e.g. WISE's judged protocols)."""
-    data = data or meta.get("data")
+    ``run_dir``, the loader options the run recorded are used (e.g. WISE's judged protocols).
+    The data is run.json's absolute path (from any working directory)."""
+    from orig_local.evaluation.rundir import data_path
+
+    data = data or data_path(meta)
     benchmark = benchmark or meta.get("benchmark") or "figeval"
     if not data:
         return None, "run.json names no benchmark data"
     try:
         from orig_local.evaluation.loaders import load_benchmark
 
-        items = load_benchmark(benchmark, data, include_others=True, **loader_options(run_dir, benchmark))
+        items = load_benchmark(benchmark, data, include_others=True,
+                               **loader_options(run_dir, benchmark, judge_name))
     except Exception as exc:  # a moved or unreadable benchmark: say so, check what we can
         return None, f"benchmark {benchmark} at {data} could not be loaded ({' '.join(str(exc).split())[:200]})"
+    from orig_local.evaluation.identity import current_identity, identity_differs
+
+    recorded = meta.get("benchmark_identity") or {}
+    changed = identity_differs(recorded, current_identity(meta, benchmark, data, items)) if recorded else None
+    if changed:  # checked anyway, but never silently against other data than the run's
+        return {it.id: it for it in items}, (f"the benchmark at {data} is not the data this run was made with "
+                                             f"({changed}); verdicts were checked against it as it is now")
     return {it.id: it for it in items}, None
 
 
@@ -240,9 +263,11 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         raise DataError(f"{run_dir}: no verdicts of judge {judge_name!r} ({judge_file.name})")
 
     if items is None and check_benchmark:
-        items, why = load_benchmark_items(meta, data, benchmark, run_dir)
+        items, why = load_benchmark_items(meta, data, benchmark, run_dir, judge_name)
         if items is None:
             warnings.append(f"benchmark not checked: {why}; verdicts were validated without the question list")
+        elif why:
+            warnings.append(why)
 
     def norm(category) -> str:
         name = normalize_class(str(category or ""))
@@ -263,6 +288,10 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
             judges.append(str(row["judge"]))
         if row.get("_duplicate"):
             continue  # a data error (counted there), not a judge failure
+        if row.get("status") is not None and row["status"] not in STATUSES:
+            issues.append(DataIssue("judge", rid, f"unknown status {row['status']!r} (expected one of "
+                                                  f"{', '.join(STATUSES)}); the row is not scored"))
+            continue
         item = items.get(rid) if items is not None else None
         if items is not None and item is None:
             issues.append(DataIssue("judge", rid, "id is not in the benchmark (rejected)"))
@@ -326,6 +355,9 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         shown = ", ".join(not_judged[:5]) + (" ..." if len(not_judged) > 5 else "")
         warnings.append(f"{len(not_judged)} item(s) have agent/generate rows but no judge row, so no score "
                         f"({shown}); run the judge phase again to complete it")
+    if not judge_rows:
+        warnings.insert(0, f"never judged: no {judge_file.name} rows, so no accuracy (run `orig eval --phase judge "
+                           f"--out {run_dir}`{' --judge-name ' + judge_name if judge_name else ''})")
     if len(judges) > 1:
         warnings.append(f"{judge_file.name}: rows from {len(judges)} different judges ({', '.join(judges)})")
     counts = {

@@ -5,6 +5,8 @@
     runs/X/
       run.json                 what was run (benchmark, data, condition, models, label)
       config.yaml              the resolved config of the last invocation
+      config.<phase>.yaml      the resolved config that ran each phase (judge: config.judge-<name>.yaml)
+      configs/<start>-<phases>.yaml   every invocation's resolved config
       agent.jsonl              one row per prompt: final prompt, references, stage totals
       generate.jsonl           one row per prompt: image file, seed, seconds
       judge.jsonl              one row per prompt: every question's verdict (judge-<name>.jsonl
@@ -109,6 +111,18 @@ def judge_names(run_dir: Path) -> list[str | None]:
 def read_meta(run_dir: Path) -> dict:
     path = Path(run_dir) / "run.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def data_path(meta: dict) -> str | None:
+    """The run's benchmark data as an absolute path: run.json's ``data`` when absolute, else
+    the resolved path its data identity recorded (older runs stored ``--data`` as typed)."""
+    data = meta.get("data")
+    ident = (meta.get("benchmark_identity") or {}).get("data")
+    if data and Path(str(data)).is_absolute():
+        return str(data)
+    if ident and Path(str(ident)).is_absolute():
+        return str(ident)
+    return str(data) if data else None
 
 
 def write_meta_file(run_dir: Path, meta: dict) -> None:

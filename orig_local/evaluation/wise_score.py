@@ -13,7 +13,8 @@
 
 Failures never look like scores: an item whose judge failed (or that has no image) is
 counted in ``errors`` and either left out (``errors="exclude"``) or scored 0
-(``errors="false"``); Overall needs all six categories and the table says how many items
+(``errors="false"``); Overall needs every item scored (no errors, no missing row) and all six
+categories, and the table says how many items
 were scored. The authors' calculators refuse an incomplete result file outright.
 """
 
@@ -55,6 +56,7 @@ class WiseSummary:
     errors: int = 0  # items whose score could not be read (judge error, no image, not judged)
     error_ids: list[str] = field(default_factory=list)
     overall: float = math.nan
+    missing: int = 0  # benchmark items without a judge row (when the benchmark's size is known)
 
     @property
     def name(self) -> str:
@@ -114,10 +116,13 @@ def authors_category(item_id: str, category: str, release: str | None) -> str:
     return _category_by_id(n, release, None) or category  # type: ignore[arg-type]
 
 
-def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release: str | None = None) -> WiseSummary:
+def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release: str | None = None,
+              expected: int | None = None) -> WiseSummary:
     """Score judge rows (``{"id", "category", "verdicts", "error"}``) under ``score``; with the
     data's ``release`` known, items are counted in the category WISE's calculators give them
-    (:func:`authors_category`) for WiScore and WISE_Verified."""
+    (:func:`authors_category`) for WiScore and WISE_Verified. Overall only when every item is
+    scored: no errors (whatever ``errors`` does to the category means) and, with ``expected``
+    (the benchmark's item count), no item without a row."""
     if score not in SCORES:
         raise DataError(f"unknown WISE score {score!r}; choose {', '.join(SCORES)}")
     sums = {c: 0.0 for c in CATEGORIES}
@@ -141,7 +146,10 @@ def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release
         sums[cat] += value
         counts[cat] += 1
     out.categories = {c: (sums[c] / counts[c] if counts[c] else math.nan) for c in CATEGORIES}
-    out.overall = overall(out.categories, score)
+    out.missing = max(0, expected - out.items) if expected else 0
+    # The authors' calculators give no Overall when an id is missing or unscored: neither do we
+    # (category means stay, with the counts beside them).
+    out.overall = math.nan if out.errors or out.missing else overall(out.categories, score)
     return out
 
 
@@ -201,7 +209,11 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
         raise DataError(f"{run_dir}: no {NAMES[score]} verdicts (judged: {', '.join(judged) or 'none'}); "
                         f"judge with eval.wise_judge including {score!r} (--set eval.wise_judge=[{score}] "
                         "--phase judge --retry-errors into a new --judge-name)")
-    return summarize(rows, score, errors, release=_release(read_meta(Path(run_dir))))
+    meta = read_meta(Path(run_dir))
+    # The whole benchmark's size, when the run recorded it and no selection narrows the table
+    expected = None if ids or classes else (meta.get("benchmark_identity") or {}).get("items")
+    return summarize(rows, score, errors, release=_release(meta),
+                     expected=expected if isinstance(expected, int) else None)
 
 
 def _select(rows: list[dict], ids: Sequence[str] | None, classes: Sequence[str] | None) -> list[dict]:
@@ -236,13 +248,17 @@ def format_table(summaries: Sequence[tuple[str, WiseSummary]]) -> str:
     for label, s in summaries:
         scored = sum(s.scored.values())
         lines.append("| " + " | ".join([label, s.name, *(_cell(s.categories[c]) for c in COLUMNS),
-                                         _cell(s.overall), f"{scored}/{s.items}", str(s.errors)]) + " |")
+                                         _cell(s.overall), f"{scored}/{s.items + s.missing}", str(s.errors)]) + " |")
         if s.errors:
             notes.append(f"- `{label}`: INCOMPLETE - {s.errors} of {s.items} item(s) have no {s.name} "
                          f"(judge error, no image, not judged or duplicate rows): {', '.join(s.error_ids[:10])}"
                          f"{' ...' if len(s.error_ids) > 10 else ''}")
+        if s.missing:
+            notes.append(f"- `{label}`: INCOMPLETE - {s.missing} benchmark item(s) have no judge row")
         if math.isnan(s.overall):
-            notes.append(f"- `{label}`: no Overall - WISE's Overall needs all six categories")
+            why = ("every item scored, as WISE's calculators require" if s.errors or s.missing
+                   else "all six categories")
+            notes.append(f"- `{label}`: no Overall - WISE's Overall needs {why}")
     formulas = []
     for score in dict.fromkeys(s.score for _, s in summaries):
         weights = WEIGHTS[score]

@@ -42,33 +42,63 @@ QUESTIONS_PER_PROMPT = 5
 # --------------------------------------------------------------------------- choices and answers
 
 
+_LINE_MARKER = re.compile(r"^\(?([A-Za-z])(?:\)|[.:](?=\s|$))\s*(.*)$")
+# Inside one line only a closed bracket marks an option ("B)", "(B)"): "Vitamin B: thiamine" and
+# "D. melanogaster" are option text, not options B and D.
+_INLINE_MARKER = r"(?:^|(?<=\s))\(?{letter}\)"
+_LEFTOVER = {"-", "--", "*", "•"}  # a stray bullet line the spreadsheet kept
+
+
 def parse_choices(text: str, where: str = "") -> list[str]:
     """``"A) Carbon\\nB) Hydrogen\\nC) Oxygen"`` -> ``["Carbon", "Hydrogen", "Oxygen"]``.
 
-    Options are marked ``A)``, ``(A)``, ``A.`` or ``A:`` at the start of the string or after
-    whitespace, in order A, B, C...; anything else (fewer than two options, letters out of
-    order, text before ``A``) is an error - a choices string is never split into characters.
+    Options start at line starts (the release writes one option per line), marked ``A)``,
+    ``(A)``, ``A.`` or ``A:`` in either case, in order A, B, C...; a line without a marker
+    continues the option above it, a leftover ``-`` line is dropped. A choices string on one
+    line is split at ``B)`` / ``(B)`` markers only. Anything else (fewer than two options,
+    letters out of order, text before ``A``, an empty option) is an error - a choices string is
+    never split into characters, nor at a letter inside an option's text.
     """
     text = str(text).strip()
+    options = _by_lines(text, where)
+    if options is None:
+        options = _inline(text, where)
+    for k, option in enumerate(options):
+        if not option:
+            raise BenchmarkFormatError(f"{where}: option {string.ascii_uppercase[k]} is empty in {text[:120]!r}")
+    return options
+
+
+def _by_lines(text: str, where: str) -> list[str] | None:
+    """Options from line-start markers; None when the text does not have two such lines."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    options: list[str] = []
+    for line in lines:
+        if not line or line in _LEFTOVER:
+            continue
+        m = _LINE_MARKER.match(line)
+        if m and len(options) < 26 and m.group(1).upper() == string.ascii_uppercase[len(options)]:
+            options.append(m.group(2).strip())
+        elif options:
+            options[-1] = f"{options[-1]} {line}".strip()  # an option's text over two lines
+        else:
+            return None  # text before option A: not this layout
+    return options if len(options) >= 2 else None
+
+
+def _inline(text: str, where: str) -> list[str]:
     starts: list[tuple[int, int]] = []  # (marker start, text start) per option
     pos = 0
     for letter in string.ascii_uppercase:
-        before = r"(?:^|(?<=\s))" if not starts else r"(?<=\s)"
-        m = re.compile(rf"{before}\(?{letter}(?:\)|[.:](?=\s|$))").search(text, pos)
+        m = re.compile(_INLINE_MARKER.format(letter=f"[{letter}{letter.lower()}]")).search(text, pos)
         if m is None:
             break
         starts.append((m.start(), m.end()))
         pos = m.end()
     if len(starts) < 2 or starts[0][0] != 0:
         raise BenchmarkFormatError(f"{where}: cannot read options A), B), ... from choices {text[:120]!r}")
-    options = []
-    for k, (_, begin) in enumerate(starts):
-        end = starts[k + 1][0] if k + 1 < len(starts) else len(text)
-        option = text[begin:end].strip()
-        if not option:
-            raise BenchmarkFormatError(f"{where}: option {string.ascii_uppercase[k]} is empty in {text[:120]!r}")
-        options.append(option)
-    return options
+    return [text[begin:(starts[k + 1][0] if k + 1 < len(starts) else len(text))].strip()
+            for k, (_, begin) in enumerate(starts)]
 
 
 def _as_choices(value, where: str) -> list[str]:
@@ -95,8 +125,13 @@ def answer_letter(answer, choices: list[str], where: str) -> str:
         if choice.strip().lower() == text.lower() and len(text) > 1:
             return letter
     m = _LETTER.match(text)
-    if m and m.group(1).upper() in letters:
-        return m.group(1).upper()
+    if m:
+        label, rest = m.group(1).upper(), text[m.end():].strip().lower()
+        same = [lt for lt, choice in zip(letters, choices, strict=True) if rest and choice.strip().lower() == rest]
+        if label in letters and (not rest or not same or label in same):
+            return label
+        if len(same) == 1:  # "E) None of the above" where the options already end in it as D
+            return same[0]
     raise BenchmarkFormatError(f"{where}: answer {answer!r} is not one of the options {', '.join(letters)}")
 
 
@@ -205,9 +240,9 @@ def _load_xlsx(path: Path, wanted: set[str] | None, none_option: bool) -> list[B
                 if not question or choices_text is None or answer is None:
                     raise BenchmarkFormatError(f"{where}: question, choices and answer are all needed")
                 choices = _as_choices(choices_text, where)
-                letter = answer_letter(answer, choices, where)
-                questions.append(Question(id=f"q{k}", text=str(question).strip(),
-                                          choices=with_none_option(choices) if none_option else choices,
+                choices = with_none_option(choices) if none_option else choices
+                letter = answer_letter(answer, choices, where)  # "E) None of the above" is an answer
+                questions.append(Question(id=f"q{k}", text=str(question).strip(), choices=choices,
                                           answer=letter))
             issues = [] if len(questions) == QUESTIONS_PER_PROMPT else [
                 f"{len(questions)} questions (the release has {QUESTIONS_PER_PROMPT} per prompt)"]
@@ -243,8 +278,8 @@ def _load_json(path: Path, wanted: set[str] | None, none_option: bool) -> list[B
         for k, q in enumerate(row.get("questions") or row.get("qa") or [], 1):
             where = f"{path}: {pid}/q{k}"
             choices = _as_choices(q.get("choices"), where)
-            questions.append(Question(id=f"q{k}", text=str(q["question"]),
-                                      choices=with_none_option(choices) if none_option else choices,
+            choices = with_none_option(choices) if none_option else choices
+            questions.append(Question(id=f"q{k}", text=str(q["question"]), choices=choices,
                                       answer=answer_letter(q["answer"], choices, where)))
         prefix = f"ihalla_{category.lower()}_" if "category" in row else "ihalla_"
         items.append(BenchmarkItem(id=f"{prefix}{pid}", prompt=prompt, category=category, questions=questions))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import Literal
 
 from orig_local.evaluation.items import BenchmarkFormatError, BenchmarkItem, Question
+
+log = logging.getLogger(__name__)
 
 Release = Literal["legacy", "verified"]
 Variant = Literal["base", "rewrite"]
@@ -73,10 +76,12 @@ class WiseSource:
     release: Release
     variant: Variant
     files: dict[str, str] = field(default_factory=dict)
+    # prompt_ids outside 1-1000 (or not numbers): skipped, as the authors' calculators skip them
+    skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"loader": "wise", "root": self.root, "release": self.release,
-                "variant": self.variant, "files": dict(self.files)}
+                "variant": self.variant, "files": dict(self.files), "skipped_ids": list(self.skipped)}
 
 
 def _norm(text: str) -> str:
@@ -102,6 +107,11 @@ def class_filter(classes: Sequence[str] | None) -> set[str] | None:
                 "'Cultural knowledge', 'Physical Knowledge'...); domains: cultural common sense, "
                 "spatio-temporal reasoning, natural science")
     return wanted
+
+
+# Legacy subcategories of ids 401-700 (the calculators split time from space by these).
+LEGACY_TIME_SPACE = {"longitudinal time", "horizontal time", "geographical location", "relative position",
+                     "different view"}
 
 
 def _category_by_id(pid: int, release: Release, subcategory: str | None) -> str | None:
@@ -203,8 +213,24 @@ def read(path: str | Path, variant: Variant = "base") -> tuple[WiseSource, list[
 
 
 def source(path: str | Path, variant: Variant = "base", **_ignored) -> dict:
-    """Release, variant and per-file sha256 of what ``load(path, variant=...)`` reads."""
-    return read(path, variant)[0].to_dict()
+    """Release, variant, per-file sha256 and skipped ids of what ``load(path, variant=...)`` reads."""
+    src, rows = read(path, variant)
+    src.skipped = [str(row.get("prompt_id")) for _f, row in rows
+                   if (pid := normalize_id(row.get("prompt_id"))) is None or not 1 <= int(pid) <= 1000]
+    return src.to_dict()
+
+
+def normalize_id(raw) -> str | None:
+    """``"001"``, ``1`` and ``" 1 "`` are prompt 1 (``"1"``); None for what is not a whole number.
+    The authors' calculators compare ids as integers."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return str(raw)
+    if isinstance(raw, float) and raw.is_integer():
+        return str(int(raw))
+    text = str(raw).strip()
+    return str(int(text)) if text.isdigit() else None
 
 
 # --------------------------------------------------------------------------- items
@@ -221,6 +247,26 @@ def _questions(prompt: str, explanation: str, protocols: Sequence[str]) -> list[
     return out
 
 
+def _item(row: dict, pid: str, prompt: str, expl: str, release: Release,
+          protocols: Sequence[str]) -> BenchmarkItem:
+    """One item. The class comes from the prompt_id range, as in the authors' calculators (the
+    Category string is kept as ``raw_category``: the legacy rewrites call row 748 'Ecology');
+    a Category that disagrees with the range is noted, not fatal."""
+    raw_cat, sub = row.get("Category"), row.get("Subcategory")
+    named = CATEGORY_OF.get(_norm(raw_cat)) if raw_cat is not None else None
+    category = _category_by_id(int(pid), release, sub) or "cultural"  # 1 <= pid <= 1000: never None
+    if release == "legacy" and 400 < int(pid) <= 700 and _norm(sub or "") not in LEGACY_TIME_SPACE:
+        category = named if named in ("time", "space") else category  # no known subcategory: the Category says
+    issues = []
+    named = named if raw_cat is not None else category
+    if named != category:
+        issues.append(f"Category {raw_cat!r} but WISE's {release} scripts count prompt_id {pid} as {category}")
+    return BenchmarkItem(
+        id=f"wise_{pid}", prompt=prompt, category=category, subcategory=row.get("Subcategory"),
+        raw_category=None if raw_cat is None else str(raw_cat),
+        questions=_questions(prompt, expl.strip(), protocols), reference_text=expl, issues=issues)
+
+
 def load(path: str | Path, classes: list[str] | None = None, include_others: bool = True,
          variant: Variant = "base", protocols: Sequence[str] = DEFAULT_PROTOCOLS) -> list[BenchmarkItem]:
     bad = [p for p in protocols if p not in PROTOCOLS]
@@ -229,34 +275,24 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
     wanted = class_filter(classes)
     src, rows = read(path, variant)
     items, seen = [], {}
+    skipped: list[str] = []
     for f, row in rows:
         try:
             pid_raw, prompt, expl = row["prompt_id"], row["Prompt"], row["Explanation"]
         except KeyError as exc:
             raise BenchmarkFormatError(f"{f}: WISE row without {exc}: {str(row)[:120]}") from exc
-        pid = str(pid_raw).strip()
-        if pid in seen:
-            raise BenchmarkFormatError(f"WISE prompt_id {pid} appears twice ({seen[pid].name} and {f.name}); "
-                                       "each id must be loaded once")
-        seen[pid] = f
-        raw_cat = row.get("Category")
-        if raw_cat is not None:
-            category = CATEGORY_OF.get(_norm(raw_cat))
-            if category is None:
-                raise BenchmarkFormatError(f"{f}: prompt_id {pid} has an unknown Category {raw_cat!r}")
-        else:
-            category = _category_by_id(int(pid), src.release, row.get("Subcategory")) if pid.isdigit() else None
-            if category is None:
-                raise BenchmarkFormatError(f"{f}: prompt_id {pid} has no Category and no official id range")
-        if wanted is not None and category not in wanted:
+        pid = normalize_id(pid_raw)
+        if pid is None or not 1 <= int(pid) <= 1000:
+            skipped.append(str(pid_raw))  # the calculators only count ids 1-1000
             continue
-        issues = []
-        by_id = _category_by_id(int(pid), src.release, row.get("Subcategory")) if pid.isdigit() else None
-        if by_id is not None and by_id != category:  # the authors' calculators go by id range
-            issues.append(f"Category {raw_cat!r} but WISE's {src.release} scripts count prompt_id {pid} as {by_id}")
-        items.append(BenchmarkItem(
-            id=f"wise_{pid}", prompt=str(prompt), category=category, subcategory=row.get("Subcategory"),
-            questions=_questions(str(prompt), str(expl).strip(), protocols), reference_text=str(expl),
-            issues=issues,
-        ))
+        if pid in seen:
+            raise BenchmarkFormatError(f"WISE prompt_id {pid} appears twice ({seen[pid].name} and {f.name}, "
+                                       f"as {pid_raw!r} here); each id must be loaded once")
+        seen[pid] = f
+        item = _item(row, pid, str(prompt), str(expl), src.release, protocols)
+        if wanted is None or item.category in wanted:
+            items.append(item)
+    if skipped:
+        log.warning("WISE %s: %d row(s) with a prompt_id outside 1-1000 skipped, as the authors' calculators "
+                    "skip them: %s", src.root, len(skipped), ", ".join(skipped[:10]))
     return items

@@ -83,6 +83,10 @@ def select_items(items: Sequence[BenchmarkItem], ids: Sequence[str] | None = Non
         wanted_c = set(classes)
         out = [it for it in out if it.category in wanted_c]
     if limit is not None:
+        if limit < 1:  # out[:-1] would silently drop the last item
+            from orig_local.errors import UsageError
+
+            raise UsageError(f"--limit must be a positive number of items, not {limit}")
         out = out[:limit]
     i, n = shard
     return out[i::n]
