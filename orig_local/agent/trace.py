@@ -32,6 +32,8 @@ class StageRecord(BaseModel):
     evidence_ids: list[str] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # of prompt_tokens, those a prefix cache could reuse (estimate: orig_local.agent.economy)
+    cacheable_tokens: int = 0
     latency_s: float = 0.0
     started_s: float = 0.0  # since the run began
     attempts: int = 0  # backbone attempts (1 + structured-output retries)
@@ -56,6 +58,7 @@ class StageTotals(BaseModel):
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cacheable_tokens: int = 0  # estimate; new = prompt_tokens - cacheable_tokens
     seconds: float = 0.0
     searches_text: int = 0
     searches_image: int = 0
@@ -118,6 +121,7 @@ class Trace:
             t.cached += 1 if r.cached else 0
             t.prompt_tokens += r.prompt_tokens
             t.completion_tokens += r.completion_tokens
+            t.cacheable_tokens += min(r.cacheable_tokens, r.prompt_tokens) if r.prompt_tokens else r.cacheable_tokens
             t.seconds += r.latency_s
             t.searches_text += r.searches_text
             t.searches_image += r.searches_image

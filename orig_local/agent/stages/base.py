@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
+from orig_local.agent.economy import PrefixTracker, downscale
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
@@ -74,7 +75,9 @@ class StageContext:
     prompt_max_tokens: int | None = None  # the generator's text-encoder limit, when known
     prompt_counter: Any = None  # TokenCounter for the generator's text encoder
     focus: list[str] = field(default_factory=list)  # what the last sufficiency check found missing
-    _refs: dict[int, ImageRef] = field(default_factory=dict, repr=False)
+    sub_questions: list[str] = field(default_factory=list)  # this round's plan (passage ranking)
+    prefixes: PrefixTracker | None = None  # cacheable-prefix accounting (shared across prompts)
+    _refs: dict[tuple[int, int | None], tuple[Any, ImageRef]] = field(default_factory=dict, repr=False)
     _hashes: dict[int, str] = field(default_factory=dict, repr=False)
 
     async def ask(
@@ -88,16 +91,20 @@ class StageContext:
         images: Sequence[Any] = (),
         evidence_ids: Sequence[str] = (),
         fit: Sequence[tuple[str, Callable[[int], str]]] = (),
+        max_pixels: int | None = None,
     ) -> tuple[T | None, StageRecord]:
         """Render ``template``, ask the backbone for a ``schema`` reply, record it in the trace.
 
         Images are appended after the text, each announced by its 1-based label ("Image 2:"),
-        so the text that is fixed across requests stays a shared prefix.
+        so the text that is fixed across requests stays a shared prefix. ``max_pixels``: each
+        image is downscaled (aspect kept) to at most this many pixels before it is sent (None:
+        as it is, the backbone applies its own bound; 0: not sent at all).
         ``fit``: (variable, filler) pairs filled in order, each filler getting the tokens left
         once the system prompt, the rest of the template, the images and the reply are reserved.
         Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
         system_text = self.prompts.render("system")
         budget_note = None
+        images = [] if max_pixels == 0 else list(images)
         if fit:
             variables = dict(variables)
             fixed = self.prompts.render(template, prompt=self.prompt, **variables, **{n: "" for n, _ in fit})
@@ -112,7 +119,7 @@ class StageContext:
         text = self.prompts.render(template, prompt=self.prompt, **variables)
         parts: list[Any] = [text]
         for i, image in enumerate(images, 1):
-            parts += [f"\nImage {i}:", self._image_ref(image)]
+            parts += [f"\nImage {i}:", self._image_ref(image, max_pixels)]
         messages: list[Message] = [system(system_text), user(*parts)]
         canonical = [self._canonical(m) for m in messages]
         record = StageRecord(
@@ -121,6 +128,8 @@ class StageContext:
             messages=canonical if self.config.trace_messages else None,
             evidence_ids=list(evidence_ids), started_s=self.trace.elapsed(),
         )
+        if self.prefixes is not None:
+            record.cacheable_tokens = self.prefixes.cacheable(step, system_text, text, self.budget.counter)
         if budget_note:
             record.notes.append(budget_note)
         start = time.perf_counter()
@@ -150,13 +159,14 @@ class StageContext:
         self.trace.add(record)
         return parsed, record
 
-    def _image_ref(self, image: Any) -> ImageRef:
-        """One ImageRef per picture per run, so its PNG bytes and hash are computed once even
-        though the picture is sent in several requests."""
-        ref = self._refs.get(id(image))
-        if ref is None or ref.source is not image:
-            ref = self._refs[id(image)] = ImageRef(image)
-        return ref
+    def _image_ref(self, image: Any, max_pixels: int | None = None) -> ImageRef:
+        """One ImageRef per picture and size per run, so its PNG bytes and hash are computed
+        once even though the picture is sent in several requests."""
+        key = (id(image), max_pixels)
+        known = self._refs.get(key)
+        if known is None or known[0] is not image:  # ids of dead objects are reused
+            known = self._refs[key] = (image, ImageRef(downscale(image, max_pixels)))
+        return known[1]
 
     def _canonical(self, message: Message) -> dict[str, Any]:
         """The message as JSON for the trace, images as a hash of their pixels (cheaper than

@@ -67,6 +67,7 @@ async def extend_prompt(ctx: StageContext, refined: RefinementResult) -> Extensi
     out, record = await ctx.ask(
         stage="extension", step="write_prompt", template="extension", schema=Extension,
         variables=variables, images=images, evidence_ids=[r.id for r in refined.references],
+        max_pixels=ctx.config.images.extension,  # default 0: F^v already says what each shows
     )
     if out is None or not clean_prompt(out.prompt):
         record.notes.append("no usable prompt: assembled by template instead")
