@@ -93,7 +93,7 @@ def build_corpus(seed: int = 0) -> tuple[list[dict], list[dict]]:
               f"The {SUBJECT}: a guide", f"{SUBJECT} restoration report"]
     for p, title in enumerate(titles):
         body = _filler(rng, rng.randint(20_000, 30_000), SUBJECT)
-        for page, marker, depth in sorted((x for x in PLANTED if x[0] == p), key=lambda x: -x[2]):
+        for _page, marker, depth in sorted((x for x in PLANTED if x[0] == p), key=lambda x: -x[2]):
             at = body.find(". ", int(len(body) * depth)) + 2
             body = body[:at] + GOLD[marker] + " " + body[at:]
         docs.append({"id": f"korvath-{p}", "title": title, "text": body})
@@ -253,7 +253,7 @@ def print_setting(label: str, c: Count, n_prompts: int, rounds: int) -> None:
 
 def print_recall(rows: dict[str, Count], stages: list[str]) -> None:
     names = list(rows)
-    print("\n### Gold-fact recall (facts reaching each stage, of %d planted; union over prompts)" % len(GOLD))
+    print(f"\n### Gold-fact recall (facts reaching each stage, of {len(GOLD)} planted; union over prompts)")
     print("| stage | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
     for s in stages:

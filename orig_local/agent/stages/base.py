@@ -17,8 +17,8 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
-from orig_local.agent.economy import PrefixTracker, downscale
 from orig_local.agent.config import AgentConfig
+from orig_local.agent.economy import PrefixTracker, downscale
 from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.trace import Stage, StageRecord, Trace, messages_digest
