@@ -199,6 +199,7 @@ async def one_prompt(prompt: str, rounds: int, legacy: bool, docs, images, count
         row["text"] += got.text
         row["image"] += got.image
         row["images"] += got.images
+        row["decode"] += counter.count(json.dumps(r.output, ensure_ascii=False)) if r.output is not None else 0
         out.total += got.total
         prefix = _text_prefix(r.messages)
         within = max((_common(prefix, e) for e in earlier), default=0)
@@ -251,6 +252,19 @@ def print_setting(label: str, c: Count, n_prompts: int, rounds: int) -> None:
           f"(new tokens per prompt: {(c.total - c.cacheable_cross) / n_prompts:,.0f})")
 
 
+def reference(c: Count, n_prompts: int, rounds: int, counter_name: str) -> dict[str, Any]:
+    """Per-call text and decode tokens per step at default settings: the figures
+    :mod:`orig_local.evaluation.costplan` scales by a run's config (images are priced there
+    from the config's pixel bounds, so they are left out here)."""
+    from orig_local.agent.config import AgentConfig
+
+    per_call = {name: {"text": round(row["text"] / row["calls"]), "decode": round(row["decode"] / row["calls"])}
+                for name, row in c.stage.items() if row["calls"]}
+    return {"source": f"benchmarks/bench_cost.py --write-reference: scripted backbone, {n_prompts} prompt(s) x "
+                      f"{rounds} round(s), default agent settings, text counted with {counter_name}",
+            "max_page_tokens": AgentConfig().max_page_tokens, "per_call": per_call}
+
+
 def print_recall(rows: dict[str, Count], stages: list[str]) -> None:
     names = list(rows)
     print(f"\n### Gold-fact recall (facts reaching each stage, of {len(GOLD)} planted; union over prompts)")
@@ -266,6 +280,9 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=3, help="prompts per setting (1-3)")
     parser.add_argument("--preset", default="qwen2.5-vl-7b", help="backbone preset (its max_pixels)")
     parser.add_argument("--only", choices=["legacy", "current"], help="run one setting only")
+    parser.add_argument("--write-reference", metavar="PATH",
+                        help="write the current defaults' per-call figures of the last --rounds value as JSON "
+                             "(the cost plan's reference: orig_local/evaluation/cost_reference.json)")
     args = parser.parse_args()
 
     from orig_local.llm.tokens import DEFAULT_MAX_PIXELS, load_counter
@@ -299,6 +316,11 @@ def main() -> None:
             print(f"\ninput tokens per prompt per round: {a:,.0f} -> {b:,.0f} ({b / a:.0%})"
                   f"   goal <= 8,000: {'MET' if b <= 8000 else 'MISSED'}")
             print(f"of which new (not cacheable):      {na:,.0f} -> {nb:,.0f} ({nb / na:.0%})")
+        if args.write_reference and "current" in rows:
+            from pathlib import Path
+
+            ref = reference(rows["current"], len(prompts), rounds, counter.name)
+            Path(args.write_reference).write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
     footer()
 
 

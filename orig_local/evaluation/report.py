@@ -39,7 +39,8 @@ from orig_local.labels import SIMULATED, TINY
 
 STAGE_ORDER = ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
                "extension", "enhance"]
-COST_METRICS = [("calls", "calls"), ("prompt_tokens", "input tokens"), ("completion_tokens", "output tokens"),
+COST_METRICS = [("calls", "calls"), ("prompt_tokens", "input tokens"),
+                ("cacheable_tokens", "of which cacheable (est.)"), ("completion_tokens", "output tokens"),
                 ("seconds", "seconds"), ("searches_text", "text searches"), ("searches_image", "image searches")]
 
 
@@ -199,6 +200,11 @@ def write_cost(runs, out: Path) -> str:
         est = " Token counts are estimates (word counts of a stand-in backbone)." if SIMULATED in run.labels else ""
         parts.append(f"**{run.label}**{' ' + marks if marks else ''} (mean per prompt over items whose agent "
                      f"phase did not fail).{est}\n\n" + _md(["metric"] + stages, rows))
+        from orig_local.evaluation.costplan import versus_measured
+
+        versus = versus_measured(run.meta, means)
+        if versus:
+            parts.append(versus)
     _csv(out / "cost.csv", ["run", "stage", "metric", "mean_per_prompt"], csv_rows)
     md = ("Per-stage cost (Table 6 layout).\n\n" + ("\n".join(parts) if parts else "No agent stage totals recorded.\n")
           + notes_legend(runs))
