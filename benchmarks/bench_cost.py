@@ -146,7 +146,9 @@ class Count:
     cacheable: float = 0
     cacheable_cross: float = 0
     rounds: int = 0
-    recall: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    recall: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # union over prompts
+    recall_sum: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # summed per prompt
+    prompts: int = 0
 
 
 def _common(a: str, b: str) -> int:
@@ -190,6 +192,8 @@ async def one_prompt(prompt: str, rounds: int, legacy: bool, docs, images, count
         raise SystemExit(f"run failed or ran {result.rounds} rounds: {result.error}")
     out.rounds += result.rounds
     earlier: list[str] = []
+    mine: dict[str, set[str]] = defaultdict(set)  # this prompt's
+    out.prompts += 1
     for r in result.trace.records:
         if not r.messages:
             continue
@@ -210,9 +214,12 @@ async def one_prompt(prompt: str, rounds: int, legacy: bool, docs, images, count
         earlier.append(prefix)
         seen.setdefault(r.step, prefix)
         request = json.dumps(r.messages, ensure_ascii=False).lower()
-        out.recall[f"{r.stage}/{r.step}"] |= {m for m in GOLD if m in request}
-    out.recall["K (knowledge base)"] |= {m for m in GOLD for t in result.knowledge.texts if m in t.text.lower()}
-    out.recall["P̂ (final prompt)"] |= {m for m in GOLD if m in result.final_prompt.lower()}
+        mine[f"{r.stage}/{r.step}"] |= {m for m in GOLD if m in request}
+    mine["K (knowledge base)"] |= {m for m in GOLD for t in result.knowledge.texts if m in t.text.lower()}
+    mine["P̂ (final prompt)"] |= {m for m in GOLD if m in result.final_prompt.lower()}
+    for k, v in mine.items():
+        out.recall[k] |= v
+        out.recall_sum[k] += len(v)
 
 
 def legacy_settings() -> dict[str, Any]:
@@ -267,11 +274,14 @@ def reference(c: Count, n_prompts: int, rounds: int, counter_name: str) -> dict[
 
 def print_recall(rows: dict[str, Count], stages: list[str]) -> None:
     names = list(rows)
-    print(f"\n### Gold-fact recall (facts reaching each stage, of {len(GOLD)} planted; union over prompts)")
+    print(f"\n### Gold-fact recall: planted facts (of {len(GOLD)}) reaching each stage's requests, "
+          "union over prompts (mean per prompt)")
     print("| stage | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
     for s in stages:
-        print(f"| {s} | " + " | ".join(f"{len(rows[n].recall.get(s, set()))}/{len(GOLD)}" for n in names) + " |")
+        print(f"| {s} | " + " | ".join(
+            f"{len(rows[n].recall.get(s, set()))}/{len(GOLD)} ({rows[n].recall_sum.get(s, 0) / rows[n].prompts:.1f})"
+            for n in names) + " |")
 
 
 def main() -> None:
