@@ -119,3 +119,21 @@ async def test_two_rounds_cost_less_than_half_and_lose_no_gold_fact(corpus):
     assert len(gold(new.final_prompt)) > len(gold(old.final_prompt))  # deep facts now found
     totals = new.trace.to_json()["total"]
     assert 0 < totals["cacheable_tokens"] < totals["prompt_tokens"]
+
+
+@pytest.mark.parametrize("settings", [{"condition": "oracle"}, {"refinement": False}])
+async def test_prompt_extension_sees_the_pictures_when_nothing_looked_at_them(corpus, settings):
+    """Oracle gold images and the "w/o refinement" ablation have no F^v: the extension call is
+    the only one that can describe the references, so it gets their pixels."""
+    from orig_local.agent.agent import OracleEvidence
+
+    docs, images = corpus
+    chat = ScriptedChatModel(ChatConfig(backend="scripted", model="sim"),
+                             replies=[bench_cost.realistic_responder(1)], cycle=True)
+    agent = Agent(chat, SimulatedRetriever(docs, images), AgentConfig(**settings))
+    oracle = OracleEvidence(text=[bench_cost.GOLD["dolphin"]], images=[images[0]["image"]])
+    res = await agent.run(bench_cost.PROMPTS[0], oracle=oracle if settings.get("condition") == "oracle" else None)
+    assert res.references and not res.error
+    ext = [r for r in chat.requests if r["schema"].__name__ == "Extension"]
+    sent = [im.to_pil().size for m in ext[0]["messages"] for im in m.images]
+    assert len(sent) == len(res.references) and all(w * h > 500_000 for w, h in sent)

@@ -30,6 +30,7 @@ def test_estimate_follows_the_config():
     assert three["planning/plan"].calls == 3 and "sufficiency/decide" not in three
     no_refine = _totals(costplan.agent_steps(_cfg("agent.refinement=false")))
     assert not any(k.startswith("refinement/") for k in no_refine)
+    assert no_refine["extension/write_prompt"].images == 3  # no F^v: extension looks at the pictures
     text_only = _totals(costplan.agent_steps(_cfg("agent.condition=orig_txt")))
     assert "accumulation/image_filter" not in text_only and sum(s.images for s in text_only.values()) == 0
     # pictures priced by the per-stage pixel bounds

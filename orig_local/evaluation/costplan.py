@@ -119,9 +119,11 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
     if spec.enhances:
         add("enhance/write_prompt", 1)
         return out
+    # Prompt extension sees the pictures only when no F^v was written from them (oracle, no refinement).
+    ext_bound = a.images.extension if a.refinement and not spec.needs_oracle else a.images.visual_features
     if spec.needs_oracle:
         if a.prompt_extension:
-            add("extension/write_prompt", 1, refs if a.images.extension != 0 else 0, a.images.extension)
+            add("extension/write_prompt", 1, refs if ext_bound != 0 else 0, ext_bound)
         return out
     if not spec.retrieves:
         return out
@@ -152,7 +154,7 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
             add("refinement/visual_features", 1, kept if a.images.visual_features != 0 else 0, a.images.visual_features)
     if a.prompt_extension:
         kept = min(refs, pictures)
-        add("extension/write_prompt", 1, kept if a.images.extension != 0 else 0, a.images.extension)
+        add("extension/write_prompt", 1, kept if ext_bound != 0 else 0, ext_bound)
     return out
 
 

@@ -58,6 +58,7 @@ class RefinementResult(BaseModel):
     text_features: list[str] = Field(default_factory=list)  # F^t
     references: list[Reference] = Field(default_factory=list)  # K^v_R with F^v, ordered
     refined: bool = False  # False: the fallback (switch off or failed call) was used
+    looked: bool = False  # F^v was written from the pictures (else prompt extension needs them)
 
 
 def reference_limit(ctx: StageContext) -> int:
@@ -174,6 +175,7 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
     )
     if features is None:
         return
+    result.looked = True
     by_n = {f.image: f for f in features.images}
     for n, ref in enumerate(result.references, 1):
         f = by_n.get(n)
