@@ -137,3 +137,11 @@ async def test_prompt_extension_sees_the_pictures_when_nothing_looked_at_them(co
     ext = [r for r in chat.requests if r["schema"].__name__ == "Extension"]
     sent = [im.to_pil().size for m in ext[0]["messages"] for im in m.images]
     assert len(sent) == len(res.references) and all(w * h > 500_000 for w, h in sent)
+
+
+def test_served_backbones_report_prefix_cache_hits():
+    from orig_local.llm.serve import vllm_command
+    from orig_local.presets import load_preset
+
+    argv = vllm_command(load_preset("qwen2.5-vl-7b"))
+    assert "--enable-prefix-caching" in argv and "--enable-prompt-tokens-details" in argv

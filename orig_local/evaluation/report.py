@@ -40,7 +40,9 @@ from orig_local.labels import SIMULATED, TINY
 STAGE_ORDER = ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
                "extension", "enhance"]
 COST_METRICS = [("calls", "calls"), ("prompt_tokens", "input tokens"),
-                ("cacheable_tokens", "of which cacheable (est.)"), ("completion_tokens", "output tokens"),
+                ("cacheable_tokens", "of which cacheable (est.)"),
+                ("cache_hit_tokens", "of which served from the prefix cache (server)"),
+                ("completion_tokens", "output tokens"),
                 ("seconds", "seconds"), ("searches_text", "text searches"), ("searches_image", "image searches")]
 
 
@@ -194,6 +196,8 @@ def write_cost(runs, out: Path) -> str:
         stages = [s for s in STAGE_ORDER if s in means] + sorted(s for s in means if s not in STAGE_ORDER)
         rows = []
         for key, name in COST_METRICS:
+            if not any(key in means[s] for s in stages):
+                continue  # not recorded (an older run, or a server that does not report it)
             rows.append([name] + [_num(means[s].get(key, 0.0), 2 if key == "seconds" else 1) for s in stages])
             csv_rows += [[run.label, s, key, round(means[s].get(key, 0.0), 4)] for s in stages]
         marks = notes_cell(run)

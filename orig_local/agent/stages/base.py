@@ -142,6 +142,7 @@ class StageContext:
             record.attempts = len(exc.raw_texts)
             record.prompt_tokens = exc.usage.prompt_tokens
             record.completion_tokens = exc.usage.completion_tokens
+            record.cache_hit_tokens = exc.usage.cached_tokens
         except ChatError as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             record.attempts = 1
@@ -150,6 +151,7 @@ class StageContext:
             record.output = parsed.model_dump(mode="json") if parsed is not None else reply.text
             record.prompt_tokens = reply.usage.prompt_tokens
             record.completion_tokens = reply.usage.completion_tokens
+            record.cache_hit_tokens = reply.usage.cached_tokens
             record.attempts = reply.attempts
             record.invalid_replies = list(reply.invalid_replies)
             record.cached = reply.cached
