@@ -287,7 +287,7 @@ def _measure(run_dir: Path, phase: str, wall_s: float, ran: int, config: Config)
     take a simulated run's speed for the model's)."""
     if phase != "agent":
         return {"wall_s": round(wall_s, 1), "ran": ran}
-    from orig_local.evaluation.costplan import measure_agent
+    from orig_local.evaluation.costmeasure import measure_agent
     from orig_local.labels import config_labels
 
     try:

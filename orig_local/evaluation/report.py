@@ -204,7 +204,7 @@ def write_cost(runs, out: Path) -> str:
         est = " Token counts are estimates (word counts of a stand-in backbone)." if SIMULATED in run.labels else ""
         parts.append(f"**{run.label}**{' ' + marks if marks else ''} (mean per prompt over items whose agent "
                      f"phase did not fail).{est}\n\n" + _md(["metric"] + stages, rows))
-        from orig_local.evaluation.costplan import versus_measured
+        from orig_local.evaluation.costmeasure import versus_measured
 
         versus = versus_measured(run.meta, means)
         if versus:
