@@ -116,7 +116,7 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
                             calls * base["decode"], images))
 
     refs = min(a.max_references, 3)
-    if spec.enhances:
+    if spec.enhances:  # no measured figure of its own: priced like prompt extension without pictures
         add("enhance/write_prompt", 1)
         return out
     # Prompt extension sees the pictures only when no F^v was written from them (oracle, no refinement).
@@ -312,7 +312,7 @@ def render(label: str, phases: list[PhaseCost], tokens_per_s: float | None, sour
                          f"{_n(p.decode)} decode tokens, {_n(p.images)} images{gh}"
                          + (f"  [{p.note}]" if p.note else ""))
         elif p.phase == "generate":
-            lines.append(f"  generate  {items} items: {_n(p.calls)} images, {_n(p.generator_steps)} generator steps"
+            lines.append(f"  generate  {items} items: {_n(p.calls)} image(s), {_n(p.generator_steps)} generator steps"
                          + (f"  [{p.note}]" if p.note else ""))
         else:
             tokens = (f", {_n(p.prefill)} prefill + {_n(p.decode)} decode tokens, {_n(p.images)} images"

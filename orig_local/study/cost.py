@@ -61,7 +61,8 @@ def cost_plan(plan: Plan, tokens_per_s: dict[str | None, float] | None = None) -
         estimate = costplan.estimate(config, phases, items)
         text = costplan.render(run.label, estimate, tps, source, judge_tps)
         if shared:
-            text += f"\n  agent     shared: rows copied from {sources[run.label]} (no backbone calls)"
+            head, _, rest = text.partition("\n")
+            text = f"{head}\n  agent     shared: rows copied from {sources[run.label]} (no backbone calls)\n{rest}"
         lines.append(text)
         for p in estimate:
             hours = p.gpu_hours(tps if p.phase == "agent" else judge_tps)
