@@ -3,7 +3,7 @@
 A page of 20-60k characters does not fit a filter call's budget (``max_page_tokens``). Cutting
 its head loses every fact past the first few thousand words; here the page is cut into passages
 (paragraphs, long ones split at sentence ends), every passage is scored with BM25 (the
-package's :class:`~orig_local.retrieval.corpus.Bm25`, the passages being the corpus) against
+passages being the corpus; the tokenizer of the package's corpus index) against
 the query, the round's sub-questions, what the last sufficiency check found missing and the
 visual attributes the filter is told to extract, and the best are kept within the budget,
 then put back in page order so the text reads as the page does. What was left out is reported
@@ -67,6 +67,25 @@ def split_passages(text: str, size: int = PASSAGE_CHARS) -> list[str]:
     return out
 
 
+def bm25_scores(passages: list[str], query: str, k1: float = 1.5, b: float = 0.75) -> list[float]:
+    """Okapi BM25 of each passage for ``query``, the passages being the corpus, with the
+    tokenizer of the package's corpus index (:func:`orig_local.retrieval.corpus.tokenize`).
+    In plain Python: a page has tens of passages, and this needs no optional dependency."""
+    import math
+    from collections import Counter
+
+    from orig_local.retrieval.corpus import tokenize
+
+    docs = [Counter(tokenize(p)) for p in passages]
+    lengths = [sum(d.values()) for d in docs]
+    mean = (sum(lengths) / len(docs)) or 1.0
+    df: Counter[str] = Counter(t for d in docs for t in d)
+    terms = set(tokenize(query))
+    idf = {t: math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) for t in terms if df[t]}
+    return [sum(idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * n / mean)) for t in idf if t in d)
+            for d, n in zip(docs, lengths, strict=True)]
+
+
 def select_passages(text: str, question: str, max_tokens: int, counter: TokenCounter) -> Selection:
     """The passages of ``text`` BM25 ranks closest to ``question`` (plus :data:`VISUAL_TERMS`),
     best first until ``max_tokens`` is used, returned in page order joined by blank lines. A
@@ -76,11 +95,9 @@ def select_passages(text: str, question: str, max_tokens: int, counter: TokenCou
     passages = split_passages(text)
     if not passages:
         return Selection("", 0, 0, 0)
-    from orig_local.retrieval.corpus import Bm25
-
-    scores = Bm25.build(passages).scores(f"{question} {VISUAL_TERMS}")
+    scores = bm25_scores(passages, f"{question} {VISUAL_TERMS}")
     # best first; ties (e.g. no query word anywhere) keep page order, i.e. the head
-    order = sorted(range(len(passages)), key=lambda i: (-float(scores[i]), i))
+    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
     chosen: list[int] = []
     used = 0
     for i in order:
