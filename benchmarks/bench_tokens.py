@@ -108,6 +108,17 @@ def main() -> None:
     run_s, run_cpu = time.perf_counter() - w0, time.process_time() - c0
     web_side = (args.image_side, args.image_side * 3 // 4)
     per_web_image = image_tokens(*web_side, max_pixels=max_pixels) + 2
+    # A web-sized picture is downscaled to the stage's pixel bound (agent.images) before it is
+    # sent; the demo's small pictures are under every bound, so the projection applies it.
+    from orig_local.agent.config import AgentConfig
+
+    bounds = AgentConfig().images
+    step_bound = {"image_filter": bounds.image_filter, "text_features": bounds.text_features,
+                  "visual_features": bounds.visual_features, "write_prompt": bounds.extension}
+
+    def web_image_tokens(step: str) -> int:
+        bound = step_bound.get(step)
+        return image_tokens(*web_side, max_pixels=min(bound, max_pixels) if bound else max_pixels) + 2
 
     rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     missing_sizes = 0
@@ -126,7 +137,7 @@ def main() -> None:
         row["text"] += got.text
         row["image"] += got.image
         row["images"] += got.images
-        row["web"] += got.text + got.images * per_web_image
+        row["web"] += got.text + got.images * web_image_tokens(r.step)
         schema = rec.schemas.get(r.messages_sha256)
         if schema is not None:
             note = SCHEMA_NOTE.format(schema=json.dumps(schema_json(schema), ensure_ascii=False))
@@ -137,7 +148,7 @@ def main() -> None:
     print(f"\nrun: {len(result.trace.records)} trace records, {run_s:.2f}s wall, {run_cpu:.2f}s CPU; "
           f"counting took {count_cpu * 1000:.0f} ms CPU")
     print(f"images: demo corpus pictures as sent; projection: each image {web_side[0]}x{web_side[1]} = "
-          f"{per_web_image} tokens at max_pixels {max_pixels:,}\n")
+          f"{per_web_image} tokens at max_pixels {max_pixels:,}, or fewer at the stage's agent.images bound\n")
     print(f"| stage | calls | text{unit} | images (n) | image tokens | total | total, web-sized images "
           f"| + schema in prompt | paper Table 6 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -228,7 +228,7 @@ async def test_every_request_fits_a_small_context_window():
     """Requests are filled to the window minus the reply and the template, never beyond."""
     chat = _chat([])
     cfg = AgentConfig(condition="orig_txt", max_rounds=2, context_tokens=1800, reply_tokens=1024,
-                      knowledge_tokens=5000, pages_per_query=10, text_top_k=20)
+                      knowledge_tokens=5000, pages_per_query=10, text_top_k=20, page_text="head")
     docs = _retriever()
     res = await Agent(chat, _RoundAware(docs.docs, []), cfg).run(PROMPT)
     counter = EstimatedTokens()

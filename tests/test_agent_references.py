@@ -124,9 +124,8 @@ def _ctx(images_per_round: dict[int, int], chat, dedup=None, **cfg) -> StageCont
 
 def _keep_last_shown(seen):
     def reply(messages, schema):
-        n = len(messages[-1].images)
         seen.append(re.findall(r"image (\d+) round", messages[-1].text))
-        return json.dumps({"features": ["teal bands"], "keep_images": [n]})
+        return json.dumps({"features": ["teal bands"], "keep_images": [len(seen[-1])]})  # the last listed
     return reply
 
 

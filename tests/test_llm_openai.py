@@ -381,3 +381,17 @@ async def test_api_key_env_names_the_variable_and_a_config_key_is_never_dumped(h
     await make_chat_model(given).chat([user("q")])
     assert server.headers[-1]["authorization"] == "Bearer sk-typed"
     assert "sk-typed" not in json.dumps(given.model_dump(mode="json")) and "sk-typed" not in repr(given)
+
+
+async def test_prefix_cache_hits_reported_by_the_server_are_recorded(http):
+    body = chat_body("hello", 900, 4)
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 640}
+    server = http([(200, body)])
+    model = make_chat_model(config(server.base_url))
+    reply = await model.chat([user("hi")])
+    assert (reply.usage.prompt_tokens, reply.usage.cached_tokens) == (900, 640)
+    server2 = http([(200, chat_body("hello", 900, 4))])  # a server that does not say: unknown, not 0
+    model2 = make_chat_model(config(server2.base_url))
+    assert (await model2.chat([user("hi")])).usage.cached_tokens is None
+    await model.aclose()
+    await model2.aclose()

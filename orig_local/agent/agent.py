@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from orig_local.agent.budget import Budget, EstimatedTokens, TokenCounter
 from orig_local.agent.config import AgentConfig
+from orig_local.agent.economy import PrefixTracker
 from orig_local.agent.knowledge import ImageEvidence, KnowledgeBase, Source
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.stages.accumulation import accumulate
@@ -184,6 +185,7 @@ class Agent:
                 "use an edit preset such as qwen-image-edit or qwen-image-edit-2509)")
             log.warning("%s", self.text_only_warning)
         self._generate_lock: asyncio.Lock | None = None  # one pipeline: one image at a time
+        self.prefixes = PrefixTracker()  # cacheable-token estimate across the prompts it runs
         temperature = getattr(getattr(chat, "config", None), "temperature", 0.0)
         if temperature > 0.2:  # paper App. A: backbone temperature <= 0.2
             log.warning("backbone temperature %.2f is above the paper's 0.2", temperature)
@@ -203,7 +205,8 @@ class Agent:
                            trace=_labelled_trace(self.chat, self.generator, cfg.condition),
                            prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup,
                            budget=self.budget, reference_capacity=self.reference_capacity,
-                           prompt_max_tokens=self.prompt_max_tokens, prompt_counter=self.prompt_tokens)
+                           prompt_max_tokens=self.prompt_max_tokens, prompt_counter=self.prompt_tokens,
+                           prefixes=self.prefixes)
         result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
                              knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
         result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
@@ -267,6 +270,7 @@ class Agent:
                 if plan.queries == 0:
                     ctx.note("planning", "stop", "no new query to search")
                     return "no_new_evidence", rnd - 1
+            ctx.sub_questions = [q.question for q in plan.plan.sub_questions]  # ranks page passages
             raw = await retrieve_round(ctx, plan.text_queries, plan.image_queries)  # 4b. search
             added = await accumulate(ctx, raw)  # 4c. coarse filtering into K
             if cfg.accumulation_filter and cfg.consolidate:

@@ -16,6 +16,24 @@ from orig_local.configbase import StrictModel
 Condition = Literal[CONDITION_NAMES]  # type: ignore[valid-type]  # names from orig_local.conditions
 
 
+class StageImages(StrictModel):
+    """How many pixels of each picture a stage's request carries (ours, issue 22: the same
+    evidence at a fraction of the tokens). A value is a pixel bound, applied as Qwen2.5-VL's
+    ``max_pixels`` (the picture is downscaled, aspect kept, before it is sent); ``None`` = the
+    backbone's own bound (the full picture it would see); ``0`` = no pixels: the stage reads what
+    an earlier stage said about the picture (the image filter's description, F^v) instead.
+    At 1024x768 a full picture is ~1,000 Qwen2.5-VL tokens; 200,704 px ~236; 100,352 px ~119."""
+
+    # Keep/reject needs the gist (entity, logo, collage, wrong version), not the detail.
+    image_filter: int | None = Field(100_352, ge=3136)  # no 0: the filter must see the picture
+    # Choosing references works from the filter's descriptions of each kept picture.
+    text_features: int | None = Field(0, ge=0)
+    # What the generator should copy and ignore: the one look at the full picture.
+    visual_features: int | None = Field(None, ge=0)
+    # Writes P̂ (text only) from F^t and F^v, which already say what each reference shows.
+    extension: int | None = Field(0, ge=0)
+
+
 class AgentConfig(StrictModel):
     # Paper Table 3 conditions: direct = raw prompt; prompt_enhanced = backbone expands from its
     # own knowledge; oracle = gold references of a benchmark item; orig = text + image retrieval;
@@ -57,7 +75,13 @@ class AgentConfig(StrictModel):
     # K as later stages read it (the consolidated summary); paper Table 6: ~830 tokens reach
     # refinement. Over this, the least relevant / redundant statements are cut (and traced).
     knowledge_tokens: int = Field(2000, ge=100)
-    max_page_tokens: int = Field(3000, ge=100)  # page text shown to the text filter
+    # Page text per text-filter call (ours). "passages": the page's passages that BM25 ranks
+    # closest to the query, its sub-questions, what is missing and the visual attributes the
+    # filter extracts, in page order within the budget; "head": the page's beginning (before
+    # issue 22: facts past the first ~12k characters of a long page were never seen).
+    max_page_tokens: int = Field(800, ge=100)
+    page_text: Literal["passages", "head"] = "passages"
+    images: StageImages = Field(default_factory=StageImages)
     # Consolidate K into a deduplicated summary after each round (one backbone call); off =
     # later stages read K's entries as they are (cut to knowledge_tokens when needed).
     consolidate: bool = True

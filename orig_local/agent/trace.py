@@ -32,6 +32,9 @@ class StageRecord(BaseModel):
     evidence_ids: list[str] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # of prompt_tokens, those a prefix cache could reuse (estimate: orig_local.agent.economy)
+    cacheable_tokens: int = 0
+    cache_hit_tokens: int | None = None  # of prompt_tokens, served from the server's prefix cache (None: not said)
     latency_s: float = 0.0
     started_s: float = 0.0  # since the run began
     attempts: int = 0  # backbone attempts (1 + structured-output retries)
@@ -56,6 +59,8 @@ class StageTotals(BaseModel):
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cacheable_tokens: int = 0  # estimate; new = prompt_tokens - cacheable_tokens
+    cache_hit_tokens: int | None = None  # measured by the server; None when no reply said
     seconds: float = 0.0
     searches_text: int = 0
     searches_image: int = 0
@@ -118,6 +123,9 @@ class Trace:
             t.cached += 1 if r.cached else 0
             t.prompt_tokens += r.prompt_tokens
             t.completion_tokens += r.completion_tokens
+            t.cacheable_tokens += min(r.cacheable_tokens, r.prompt_tokens) if r.prompt_tokens else r.cacheable_tokens
+            if r.cache_hit_tokens is not None:
+                t.cache_hit_tokens = (t.cache_hit_tokens or 0) + r.cache_hit_tokens
             t.seconds += r.latency_s
             t.searches_text += r.searches_text
             t.searches_image += r.searches_image
@@ -132,7 +140,8 @@ class Trace:
         total = StageTotals()
         for t in self.totals().values():
             for name in StageTotals.model_fields:
-                setattr(total, name, getattr(total, name) + getattr(t, name))
+                a, b = getattr(total, name), getattr(t, name)
+                setattr(total, name, b if a is None else a if b is None else a + b)  # None: unknown
         return total
 
     def to_json(self) -> dict[str, Any]:

@@ -42,6 +42,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--retry-degraded", action="store_true",
                         help="rerun items whose row has status failed or degraded (some replies invalid)")
     parser.add_argument("--no-report", action="store_true", help="do not write <out>/report after phase 'all'")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the cost plan (ESTIMATE: backbone calls, prefill/decode tokens, images, judge "
+                             "calls, generator steps, GPU-hours) and run nothing")
+    parser.add_argument("--tokens-per-s", action="append", metavar="[PRESET=]N",
+                        help="prefill+decode tokens/s of a model's server for --dry-run's GPU-hours: N for every "
+                             "model or PRESET=N, repeatable (default: what a previous run of the same "
+                             "backbone in --out recorded in run.json)")
 
 
 def apply_flags(config, args):
@@ -175,11 +182,14 @@ def run(args) -> int:
         shard = parse_shard(args.shard) if args.shard else None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    phases = default_phases(config) if args.phase == "all" else [args.phase]
+    if args.dry_run:
+        print(cost_plan(config, args, phases))
+        return 0
     items, identity = _load_items(ev, _csv_list(args.ids))
     items = select_items(items, ids=_csv_list(args.ids), limit=args.limit)
     if not items:
         raise UsageError("no items selected", hint="check --classes/--ids/--limit")
-    phases = default_phases(config) if args.phase == "all" else [args.phase]
     summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
                            retry_degraded=args.retry_degraded, data_identity=identity)
     for s in summaries:
@@ -192,3 +202,26 @@ def run(args) -> int:
         print((Path(written["accuracy"])).read_text(encoding="utf-8"))
         print(f"report: {written['report']}")
     return exit_status(summaries)
+
+
+def cost_plan(config, args, phases) -> str:
+    """``--dry-run``: the run's cost plan (an estimate; without the data, per prompt)."""
+    from pathlib import Path
+
+    from orig_local.errors import DataError, UsageError
+    from orig_local.evaluation import costplan
+    from orig_local.evaluation.phases.common import select_items
+
+    items, why = None, ""
+    try:
+        items, _ = _load_items(config.eval, _csv_list(args.ids))
+        items = select_items(items, ids=_csv_list(args.ids), limit=args.limit)
+    except (DataError, UsageError) as exc:
+        why = f"\n(no data: {exc.one_line() if hasattr(exc, 'one_line') else exc}; figures are per prompt)"
+    given = costplan.parse_throughput(args.tokens_per_s)
+    tps, source = costplan.throughput_for(config.backbone.preset or config.backbone.model, given, [Path(args.out)])
+    judge_tps, _ = costplan.throughput_for(config.judge.preset or config.judge.model, given)
+    estimate = costplan.estimate(config, phases, items)
+    label = f"{config.agent.condition} run -> {args.out}"
+    return "\n".join(x for x in (costplan.render(label, estimate, tps, source, judge_tps), costplan.render_steps(estimate),
+                                  costplan.FOOTNOTE + why) if x)

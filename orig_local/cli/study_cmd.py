@@ -11,8 +11,13 @@ def add_arguments(parser) -> None:
                         help="plan file (YAML, see studies/); `status PLAN` prints runs x phases")
     parser.add_argument("plan_file", nargs="?", metavar="PLAN", help="the plan, after `status`")
     parser.add_argument("--dry-run", action="store_true",
-                        help="print the ordered schedule (servers, phases, model loads) and run nothing")
+                        help="print the ordered schedule (servers, phases, model loads) and the cost plan "
+                             "(ESTIMATE: calls, tokens, images, generator steps, GPU-hours); run nothing")
     parser.add_argument("--out", help="study folder (overrides the plan's `out`)")
+    parser.add_argument("--tokens-per-s", action="append", metavar="[PRESET=]N",
+                        help="prefill+decode tokens/s of a model's server for --dry-run's GPU-hours: N for every "
+                             "model or PRESET=N, repeatable (default: what a previous run of the same "
+                             "backbone recorded in its run.json)")
     parser.add_argument("--retry-failed", action="store_true",
                         help="also redo items whose rows failed (default: resume pending items only)")
 
@@ -43,6 +48,10 @@ def run(args) -> int:
         from orig_local.study.runner import dry_run
 
         print(dry_run(plan, retry_failed=args.retry_failed))
+        from orig_local.evaluation.costplan import parse_throughput
+        from orig_local.study.cost import cost_plan
+
+        print(cost_plan(plan, parse_throughput(args.tokens_per_s)))
         return 0
     from orig_local.study.runner import run_study
 

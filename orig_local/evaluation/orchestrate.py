@@ -5,6 +5,7 @@ hold the run folder, build each component only when its phase runs, release it a
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -240,7 +241,11 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
                          "retrieves nothing", hint="run --phase retrieval on orig/orig_txt/orig_img runs only")
     env_shard = shard_from_env()
     lock_shard = shard or (env_shard if "generate" in phases else None)
-    extra = {"benchmark_identity": data_identity} if data_identity else {}
+    extra: dict = {"benchmark_identity": data_identity} if data_identity else {}
+    if "agent" in phases and config.agent.spec.uses_backbone:
+        from orig_local.evaluation.costplan import estimate_record
+
+        extra["cost_estimate"] = estimate_record(config)  # the report sets it beside what was measured
     served: dict = {}
     if preflight:
         served = pf.preflight(config, phases, run_dir=run_dir, shard=lock_shard,
@@ -256,6 +261,7 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
         meta = write_meta(run_dir, config, {**extra, "provenance": prov}, phases)
         _keep_invocation_config(run_dir, config, started, phases)
         outcome = "interrupted"
+        measured: dict = {}
         try:
             for phase in phases:
                 # Data-parallel generation under `accelerate launch`/torchrun: each process its share.
@@ -265,14 +271,16 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
                               max_consecutive_failures=config.eval.max_consecutive_failures)
                 ctx = dict(config=config, run_dir=run_dir, items=list(items)[this_shard[0]::this_shard[1]],
                            shard=shard, agent=agent, generator=generator, judge=judge, common=common)
+                t0 = time.perf_counter()
                 summary = RUNNERS[phase](ctx)
+                measured[phase] = _measure(run_dir, phase, time.perf_counter() - t0, summary["ran"], config)
                 summaries.append(summary)
                 log.info("%s", summary)
                 if summary.stopped:
                     break
             outcome = "done"
         finally:
-            _record_end(run_dir, meta, prov, summaries, outcome)
+            _record_end(run_dir, meta, prov, summaries, outcome, measured)
     return summaries
 
 
@@ -290,8 +298,32 @@ def _keep_invocation_config(run_dir: Path, config: Config, started: str, phases:
     save_config(config, path)
 
 
-def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome: str) -> None:
-    """End timestamp and phase counts into run.json (kept to the last 50 invocations)."""
+def _measure(run_dir: Path, phase: str, wall_s: float, ran: int, config: Config) -> dict:
+    """What a phase cost (run.json's ``measured``): wall time and items run; the agent phase
+    also its tokens and throughput (:func:`orig_local.evaluation.costplan.measure_agent`). A
+    stand-in backbone's figures are labelled and give no throughput (a later plan must not
+    take a simulated run's speed for the model's)."""
+    if phase != "agent":
+        return {"wall_s": round(wall_s, 1), "ran": ran}
+    from orig_local.evaluation.costmeasure import measure_agent
+    from orig_local.labels import config_labels
+
+    try:
+        out = measure_agent(run_dir, wall_s, ran)
+        stand_in = config_labels(config, ("backbone",))
+        if stand_in:
+            out.pop("tokens_per_s", None)
+            out["stand_in"] = stand_in
+        return out
+    except OSError as exc:  # an unreadable phase file must not hide the phase's outcome
+        log.warning("could not measure the agent phase of %s: %s", run_dir, exc)
+        return {"wall_s": round(wall_s, 1), "ran": ran}
+
+
+def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome: str,
+                measured: dict | None = None) -> None:
+    """End timestamp and phase counts into run.json (kept to the last 50 invocations); what
+    each phase that ran items cost (``measured``; a resume that ran nothing keeps the last)."""
     from orig_local.provenance import now
 
     prov = {**prov, "ended_at": now(), "outcome": outcome}
@@ -302,6 +334,9 @@ def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome:
     current = read_meta(run_dir) or meta
     current["provenance"] = prov
     current["history"] = (current.get("history") or [])[-49:] + [entry]
+    fresh = {k: v for k, v in (measured or {}).items() if v.get("ran")}
+    if fresh:
+        current["measured"] = {**(current.get("measured") or {}), **fresh}
     try:
         write_meta_file(run_dir, current)
     except OSError as exc:  # a full disk must not hide the phase's own outcome

@@ -39,7 +39,10 @@ from orig_local.labels import SIMULATED, TINY
 
 STAGE_ORDER = ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
                "extension", "enhance"]
-COST_METRICS = [("calls", "calls"), ("prompt_tokens", "input tokens"), ("completion_tokens", "output tokens"),
+COST_METRICS = [("calls", "calls"), ("prompt_tokens", "input tokens"),
+                ("cacheable_tokens", "of which cacheable (est.)"),
+                ("cache_hit_tokens", "of which served from the prefix cache (server)"),
+                ("completion_tokens", "output tokens"),
                 ("seconds", "seconds"), ("searches_text", "text searches"), ("searches_image", "image searches")]
 
 
@@ -213,12 +216,19 @@ def write_cost(runs, out: Path) -> str:
         stages = [s for s in STAGE_ORDER if s in means] + sorted(s for s in means if s not in STAGE_ORDER)
         rows = []
         for key, name in COST_METRICS:
+            if not any(key in means[s] for s in stages):
+                continue  # not recorded (an older run, or a server that does not report it)
             rows.append([name] + [_num(means[s].get(key, 0.0), 2 if key == "seconds" else 1) for s in stages])
             csv_rows += [[run.label, s, key, round(means[s].get(key, 0.0), 4)] for s in stages]
         marks = notes_cell(run)
         est = " Token counts are estimates (word counts of a stand-in backbone)." if SIMULATED in run.labels else ""
         parts.append(f"**{run.label}**{' ' + marks if marks else ''} (mean per prompt over items whose agent "
                      f"phase did not fail).{est}\n\n" + _md(["metric"] + stages, rows))
+        from orig_local.evaluation.costmeasure import versus_measured
+
+        versus = versus_measured(run.meta, means)
+        if versus:
+            parts.append(versus)
     _csv(out / "cost.csv", ["run", "stage", "metric", "mean_per_prompt"], csv_rows)
     md = ("Per-stage cost (Table 6 layout).\n\n" + ("\n".join(parts) if parts else "No agent stage totals recorded.\n")
           + notes_legend(runs))

@@ -121,11 +121,16 @@ def assistant(text: str) -> Message:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # of prompt_tokens, those the server served from its prefix cache (vLLM reports them with
+    # --enable-prompt-tokens-details); None when the server says nothing (unknown, not zero)
+    cached_tokens: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
+        known = [c for c in (self.cached_tokens, other.cached_tokens) if c is not None]
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
+            sum(known) if known else None,
         )
 
 

@@ -240,7 +240,8 @@ class OpenAIChatModel(BaseChatModel):
             log.warning("%s returned no token usage; recording 0", self.base_url)
         return Completion(
             text=text,
-            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                        _cached_tokens(usage)),
             top_logprobs=parse_top_logprobs(choice) if logprobs else None,
             finish_reason=choice.get("finish_reason"),
         )
@@ -252,3 +253,10 @@ class OpenAIChatModel(BaseChatModel):
                 await client.aclose()
             except RuntimeError:  # its event loop is already closed: nothing left to release
                 pass
+
+
+def _cached_tokens(usage: dict) -> int | None:
+    """Prompt tokens the server served from its prefix cache; None when it does not say."""
+    details = usage.get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return int(value) if isinstance(value, (int, float)) else None

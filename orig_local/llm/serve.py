@@ -73,6 +73,8 @@ def vllm_command(preset: Preset, *, vllm_bin: str = "vllm", host: str = "127.0.0
     if spec.mm_processor_kwargs:
         cmd += ["--mm-processor-kwargs", json.dumps(spec.mm_processor_kwargs, separators=(",", ":"))]
     cmd.append("--enable-prefix-caching" if spec.enable_prefix_caching else "--no-enable-prefix-caching")
+    if spec.enable_prefix_caching:  # usage then says how many prompt tokens the cache served
+        cmd.append("--enable-prompt-tokens-details")
     if spec.structured_outputs:
         cmd += ["--structured-outputs-config", json.dumps(spec.structured_outputs, separators=(",", ":"))]
     if preset.revision and not preset.is_tiny:

@@ -240,19 +240,21 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
             ok = sufficient(text) if callable(sufficient) else sufficient
             return json.dumps({"reason": "checked", "missing": [] if ok else ["more detail"], "sufficient": ok})
         if name == "RefinedText":
-            knowledge = _after(text, "\nKnowledge:\n").split("\nImages (shown", 1)[0]
+            knowledge = _after(text, "\nKnowledge:\n").split("\nImages (", 1)[0]
             facts = [b for i, b in _blocks(knowledge)]
             # the statements most about the prompt's subject first (stable), as a model would
             want = _words(prompt)
             chosen = set(sorted(range(len(facts)), key=lambda i: (-len(_words(facts[i]) & want), i))[:max_facts])
             facts = [f for i, f in enumerate(facts) if i in chosen]  # K's order among those chosen
+            # the images shown, or (no pixels sent) the images described
+            listed = n_images or len([i for i, _ in _blocks(_after(text, "\nImages (")) if re.fullmatch(r"I\d+", i)])
             return json.dumps({"features": facts, "keep_images": [
-                {"reason": "shows the subject", "image": i} for i in range(1, n_images + 1)]})
+                {"reason": "shows the subject", "image": i} for i in range(1, listed + 1)]})
         if name == "VisualFeatures":
             shows = {i: b.split("\n")[0] for i, b in _blocks(text) if re.fullmatch(r"I\d+", i)}
             return json.dumps({"images": [{"image": i, "contributes": shows.get(f"I{i}", f"the look of image {i}"),
                                            "preserve": ["colours", "shape"], "ignore": ["background"]}
-                                          for i in range(1, n_images + 1)]})
+                                          for i in range(1, (n_images or len(shows)) + 1)]})
         if name == "Extension":
             section = _after(text, "Visual descriptors:").split("\nReference images:", 1)[0]
             features = [b.rstrip(".") + "." for i, b in _blocks(section)]

@@ -1,8 +1,9 @@
 """Multimodal knowledge accumulation (paper Eq. 3-5): coarse filtering into K.
 
 First text: each page read this round is checked against P and K (aligned with the prompt,
-consistent with what K holds) and reduced to short facts. Then images: the candidates are shown
-to the VLM beside the text evidence (K after this round's text) and kept only if they fit it.
+consistent with what K holds) and reduced to short facts; a long page is shown as its passages
+most related to the query and sub-questions (:mod:`orig_local.agent.passages`). Then images: the candidates are shown
+to the VLM (downscaled to ``images.image_filter`` pixels) beside the text evidence (K after this round's text) and kept only if they fit it.
 Both steps run their calls concurrently. With ``accumulation_filter`` off (paper Table 5, "w.o.
 Knowledge Accumulation") everything retrieved enters K unfiltered: pages as whole passages (each
 truncated to an equal share of the token budget wherever K is rendered), all images. Sentences
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.budget import truncate_to_tokens
 from orig_local.agent.knowledge import Source
+from orig_local.agent.passages import select_passages
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.search import RetrievedImage, RetrievedPage, RoundRetrieval
 from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize
@@ -73,11 +75,21 @@ def _source(item: RetrievedPage | RetrievedImage, url: str | None) -> Source:
 async def _filter_page(ctx: StageContext, page: RetrievedPage, result: AccumulationResult) -> None:
     # Sentences addressed to the model (injected instructions) never reach it, even as data.
     text, injected = drop_instructions(page.text)
-    cut: list[bool] = []
+    cut: list[str] = []
 
     def page_block(left: int) -> str:
-        body, was_cut = truncate_to_tokens(text, min(left, ctx.config.max_page_tokens) - 40, ctx.budget.counter)
-        cut.append(was_cut)
+        limit = min(left, ctx.config.max_page_tokens) - 40
+        if ctx.config.page_text == "passages":
+            question = " ".join([page.query, *ctx.sub_questions, *ctx.focus])
+            chosen = select_passages(text, question, limit, ctx.budget.counter)
+            body = chosen.text
+            if chosen.cut:
+                cut.append(f"{chosen.kept} of {chosen.passages} passages shown (BM25 against the query and "
+                           f"sub-questions), {chosen.chars_left_out:,} characters left out")
+        else:
+            body, was_cut = truncate_to_tokens(text, limit, ctx.budget.counter)
+            if was_cut:
+                cut.append(f"page text cut after {len(body):,} of {len(text):,} characters")
         return delimit("P", f"{page.title}\n{page.url}\n{body}")
 
     verdict, record = await ctx.ask(
@@ -88,8 +100,8 @@ async def _filter_page(ctx: StageContext, page: RetrievedPage, result: Accumulat
     if injected:
         record.notes.append(f"{len(injected)} instruction-like sentence(s) removed from the page: "
                             + " | ".join(x[:80] for x in injected[:3]))
-    if any(cut):
-        record.notes.append(f"page text cut to fit the token budget ({ctx.budget.counter.label})")
+    if cut:
+        record.notes.append(f"{cut[-1]} to fit {ctx.config.max_page_tokens} tokens ({ctx.budget.counter.label})")
     if verdict is None:
         result.failed_calls += 1
         return
@@ -113,7 +125,7 @@ async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result
         stage="accumulation", step="image_filter", template="image_filter", schema=ImageFilter,
         variables={"image_knowledge": ctx.knowledge.render_images(), "candidates": listing},
         fit=[("knowledge", ctx.knowledge_filler("accumulation"))],
-        images=[im.image for im in images],
+        images=[im.image for im in images], max_pixels=ctx.config.images.image_filter,
     )
     if verdict is None:
         result.failed_calls += 1

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
 from orig_local.agent.config import AgentConfig
+from orig_local.agent.economy import PrefixTracker, downscale
 from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.trace import Stage, StageRecord, Trace, messages_digest
@@ -74,7 +75,9 @@ class StageContext:
     prompt_max_tokens: int | None = None  # the generator's text-encoder limit, when known
     prompt_counter: Any = None  # TokenCounter for the generator's text encoder
     focus: list[str] = field(default_factory=list)  # what the last sufficiency check found missing
-    _refs: dict[int, ImageRef] = field(default_factory=dict, repr=False)
+    sub_questions: list[str] = field(default_factory=list)  # this round's plan (passage ranking)
+    prefixes: PrefixTracker | None = None  # cacheable-prefix accounting (shared across prompts)
+    _refs: dict[tuple[int, int | None], tuple[Any, ImageRef]] = field(default_factory=dict, repr=False)
     _hashes: dict[int, str] = field(default_factory=dict, repr=False)
 
     async def ask(
@@ -89,11 +92,14 @@ class StageContext:
         evidence_ids: Sequence[str] = (),
         fit: Sequence[tuple[str, Callable[[int], str]]] = (),
         reply_tokens: int | None = None,
+        max_pixels: int | None = None,
     ) -> tuple[T | None, StageRecord]:
         """Render ``template``, ask the backbone for a ``schema`` reply, record it in the trace.
 
         Images are appended after the text, each announced by its 1-based label ("Image 2:"),
-        so the text that is fixed across requests stays a shared prefix.
+        so the text that is fixed across requests stays a shared prefix. ``max_pixels``: each
+        image is downscaled (aspect kept) to at most this many pixels before it is sent (None:
+        as it is, the backbone applies its own bound; 0: not sent at all).
         ``fit``: (variable, filler) pairs filled in order, each filler getting the tokens left
         once the system prompt, the rest of the template, the images and the reply are reserved.
         ``reply_tokens``: a call whose reply needs more than the backbone's ``max_tokens`` (the
@@ -101,6 +107,7 @@ class StageContext:
         in the window. Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
         system_text = self.prompts.render("system")
         budget_note = None
+        images = [] if max_pixels == 0 else list(images)
         if fit:
             variables = dict(variables)
             fixed = self.prompts.render(template, prompt=self.prompt, **variables, **{n: "" for n, _ in fit})
@@ -115,7 +122,7 @@ class StageContext:
         text = self.prompts.render(template, prompt=self.prompt, **variables)
         parts: list[Any] = [text]
         for i, image in enumerate(images, 1):
-            parts += [f"\nImage {i}:", self._image_ref(image)]
+            parts += [f"\nImage {i}:", self._image_ref(image, max_pixels)]
         messages: list[Message] = [system(system_text), user(*parts)]
         canonical = [self._canonical(m) for m in messages]
         record = StageRecord(
@@ -124,6 +131,8 @@ class StageContext:
             messages=canonical if self.config.trace_messages else None,
             evidence_ids=list(evidence_ids), started_s=self.trace.elapsed(),
         )
+        if self.prefixes is not None:
+            record.cacheable_tokens = self.prefixes.cacheable(step, system_text, text, self.budget.counter)
         if budget_note:
             record.notes.append(budget_note)
         if reply_tokens is not None:
@@ -138,6 +147,7 @@ class StageContext:
             record.attempts = len(exc.raw_texts)
             record.prompt_tokens = exc.usage.prompt_tokens
             record.completion_tokens = exc.usage.completion_tokens
+            record.cache_hit_tokens = exc.usage.cached_tokens
         except ChatError as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             record.attempts = 1
@@ -146,6 +156,7 @@ class StageContext:
             record.output = parsed.model_dump(mode="json") if parsed is not None else reply.text
             record.prompt_tokens = reply.usage.prompt_tokens
             record.completion_tokens = reply.usage.completion_tokens
+            record.cache_hit_tokens = reply.usage.cached_tokens
             record.attempts = reply.attempts
             record.invalid_replies = list(reply.invalid_replies)
             record.cached = reply.cached
@@ -155,13 +166,14 @@ class StageContext:
         self.trace.add(record)
         return parsed, record
 
-    def _image_ref(self, image: Any) -> ImageRef:
-        """One ImageRef per picture per run, so its PNG bytes and hash are computed once even
-        though the picture is sent in several requests."""
-        ref = self._refs.get(id(image))
-        if ref is None or ref.source is not image:
-            ref = self._refs[id(image)] = ImageRef(image)
-        return ref
+    def _image_ref(self, image: Any, max_pixels: int | None = None) -> ImageRef:
+        """One ImageRef per picture and size per run, so its PNG bytes and hash are computed
+        once even though the picture is sent in several requests."""
+        key = (id(image), max_pixels)
+        known = self._refs.get(key)
+        if known is None or known[0] is not image:  # ids of dead objects are reused
+            known = self._refs[key] = (image, ImageRef(downscale(image, max_pixels)))
+        return known[1]
 
     def _canonical(self, message: Message) -> dict[str, Any]:
         """The message as JSON for the trace, images as a hash of their pixels (cheaper than

@@ -65,6 +65,9 @@ async def extend_prompt(ctx: StageContext, refined: RefinementResult) -> Extensi
     out, record = await ctx.ask(
         stage="extension", step="write_prompt", template="extension", schema=Extension,
         variables=variables, images=images, evidence_ids=[r.id for r in refined.references],
+        # default 0: F^v already says what each shows; without F^v (oracle, refinement off or
+        # failed) this is the first look at the pictures, at the size F^v would have had
+        max_pixels=ctx.config.images.extension if refined.looked else ctx.config.images.visual_features,
     )
     if out is None or not clean_prompt(out.prompt):
         record.notes.append("no usable prompt: assembled by template instead")

@@ -3,12 +3,14 @@
 1. Near-duplicate images are removed from K^v by embedding similarity (when a deduper is set).
 2. The backbone extracts visual descriptors F^t from K's (consolidated) text and keeps the most
    informative images, best first, at most what the generator takes (``max_references`` and
-   its reference capacity): the refined set K^v_R (Eq. 7). When K holds more images than one
+   its reference capacity): the refined set K^v_R (Eq. 7). By default it chooses from what the
+   image filter said each picture shows (``images.text_features: 0``; no pixels are re-sent). When K holds more images than one
    call may show, a shortlist is drawn from all of them (CLIP against the prompt, else spread
    over rounds). A text-only generator gets no reference: the chosen images' features become
    words in F^t instead.
 3. For each kept image it states, guided by F^t, what the generator should preserve and what it
-   should ignore: F^v (Eq. 8).
+   should ignore: F^v (Eq. 8). This is where a reference is looked at in full
+   (``images.visual_features``).
 
 With ``refinement`` off (paper Table 5, "w.o. Fine-grained Refinement") or when step 2 fails,
 F^t is K's text as is and K^v_R is K's first images; the fallback is noted in the trace.
@@ -72,6 +74,7 @@ class RefinementResult(BaseModel):
     text_features: list[str] = Field(default_factory=list)  # F^t
     references: list[Reference] = Field(default_factory=list)  # K^v_R with F^v, ordered
     refined: bool = False  # False: the fallback (switch off or failed call) was used
+    looked: bool = False  # F^v was written from the pictures (else prompt extension needs them)
 
 
 def reference_limit(ctx: StageContext) -> int:
@@ -95,16 +98,17 @@ async def refine(ctx: StageContext) -> RefinementResult:
     # max_references are described (F^v) and their features written into P̂ as words.
     pick = limit if ctx.reference_capacity > 0 else cfg.max_references
     candidates = await _dedup(ctx, list(ctx.knowledge.images))
+    pixels = cfg.images.text_features != 0  # 0: choose from the filter's descriptions
     shown = await _shortlist(ctx, candidates) if pick else []
     refined, record = await ctx.ask(
         stage="refinement", step="text_features", template="refine_text", schema=RefinedText,
         variables={
             "candidates": [{"n": i, "id": v.id, "block": delimit(f"I{i}", v.description or "image")}
                            for i, v in enumerate(shown, 1)],
-            "max_references": pick,
+            "max_references": pick, "pixels": pixels,
         },
         fit=[("knowledge", ctx.knowledge_filler("refinement"))],
-        images=[v.image for v in shown],
+        images=[v.image for v in shown], max_pixels=cfg.images.text_features,
         evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in shown],
     )
     if refined is None:
@@ -189,11 +193,12 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
                            for i, v in enumerate(kept, 1)],
             "as_references": as_references,
         },
-        images=[v.image for v in kept],
+        images=[v.image for v in kept], max_pixels=ctx.config.images.visual_features,
         evidence_ids=[v.id for v in kept],
     )
     if features is None:
         return False
+    result.looked = True
     by_n = {f.image: f for f in features.images}
     for n, ref in enumerate(result.references, 1):
         f = by_n.get(n)

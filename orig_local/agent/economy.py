@@ -1,0 +1,85 @@
+"""What a request costs the backbone: pictures at the size a stage needs, and the share of
+each request a prefix cache can reuse.
+
+* :func:`downscale` - a picture reduced to a pixel bound before it is sent, with the same
+  arithmetic Qwen2.5-VL's processor uses (:func:`orig_local.llm.tokens.smart_resize`), so the
+  server does not resize it again and the token count is known in advance.
+* :class:`PrefixTracker` - vLLM's automatic prefix caching reuses the key/value blocks of a
+  request's longest prefix already computed for an earlier request (16-token blocks). Every
+  agent request starts with the system turn and its stage's fixed instructions, then the
+  prompt, then the evidence (:meth:`~orig_local.agent.stages.base.StageContext.ask`); the
+  tracker estimates, per request, how many of its tokens such a cache could serve: the longest
+  text prefix shared with a recent request of the same step (this prompt's or another's in
+  flight), or at least the system turn, in whole blocks. It is an estimate (a server under
+  memory pressure evicts blocks; images are not counted) and is labelled so in the trace.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from orig_local.agent.budget import TokenCounter
+
+BLOCK_TOKENS = 16  # vLLM's default KV-cache block size: only whole blocks are reused
+RECENT_PER_STEP = 8  # requests remembered per step (a prefix cache holds many more)
+
+
+def downscale(image: Any, max_pixels: int | None) -> Any:
+    """``image`` (PIL, or anything :class:`~orig_local.llm.base.ImageRef` reads) reduced so it
+    has at most ``max_pixels`` pixels, sides multiples of 28 as Qwen2.5-VL's processor would
+    make them; returned unchanged when already within the bound or ``max_pixels`` is None."""
+    if max_pixels is None:
+        return image
+    from PIL import Image
+
+    from orig_local.llm.base import ImageRef
+    from orig_local.llm.tokens import smart_resize
+
+    pil = image if isinstance(image, Image.Image) else ImageRef(image).to_pil()
+    width, height = pil.size
+    if width * height <= max_pixels:
+        return image
+    h, w = smart_resize(height, width, max_pixels=max_pixels)
+    return pil.convert("RGB").resize((w, h), Image.Resampling.BICUBIC, reducing_gap=2.0)
+
+
+def layout(system_text: str, user_text: str) -> str:
+    """A request's text up to its first image, as the chat template lays it out."""
+    return f"<|im_start|>system\n{system_text}<|im_end|>\n<|im_start|>user\n{user_text}"
+
+
+def _common(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # binary search on the first difference (prefix comparison is C-speed)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class PrefixTracker:
+    """Remembers recent request texts per step (shared by every prompt an agent runs) and
+    estimates each new request's cacheable tokens (module doc)."""
+
+    def __init__(self, recent: int = RECENT_PER_STEP):
+        self.recent = recent
+        self._by_step: dict[str, deque[str]] = {}
+        self._systems: set[str] = set()
+
+    def cacheable(self, step: str, system_text: str, user_text: str, counter: TokenCounter) -> int:
+        text = layout(system_text, user_text)
+        seen = self._by_step.setdefault(step, deque(maxlen=self.recent))
+        shared = max((_common(text, old) for old in seen), default=0)
+        if system_text in self._systems:
+            shared = max(shared, len(layout(system_text, "")))
+        seen.append(text)
+        self._systems.add(system_text)
+        if not shared:
+            return 0
+        return counter.count(text[:shared]) // BLOCK_TOKENS * BLOCK_TOKENS
