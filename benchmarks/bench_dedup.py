@@ -17,7 +17,7 @@
 2. **Timing of that path** (scripted latencies 0: fetch + decode + hashes + CLIP + agent CPU),
    cold CLIP cache per round, after a warm-up run.
 3. **ViT-B/32 image embedding throughput** (random weights: the architecture, not the weights,
-   sets the cost) in fp32 (the default, reference embeddings) and bf16 (opt-in), with 2 and 1
+   sets the cost) in fp32 (reference embeddings) and bf16 (the ``auto`` default where native), with 2 and 1
    torch threads and two batch sizes: images per wall second (goal >= 25 on 2 cores) and per
    CPU second (what a busy shared machine still measures fairly).
 """
@@ -376,7 +376,7 @@ def main(argv=None) -> int:
     parser.add_argument("--images", type=int, default=32, help="images per throughput round")
     parser.add_argument("--precisions", default="fp32,bf16", help="embedder precisions to time")
     parser.add_argument("--batch-sizes", default="32,8", help="batch sizes to time (multi-threaded)")
-    parser.add_argument("--precision", default="fp32", help="embedder precision in the agent-path section")
+    parser.add_argument("--precision", default="auto", help="embedder precision in the agent-path section")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--distinct", type=int, default=10,
                         help="distinct scenes in the candidate set (> 8 shows the filter's batching)")
