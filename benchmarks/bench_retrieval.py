@@ -11,7 +11,10 @@
 3. **End-to-end** over HTTP on 127.0.0.1 (seeded synthetic set, so comparable across commits):
    page reads/s (HTTP + decode + extract + checks) and image fetches/s (HTTP + verify + decode
    + EXIF + RGB + downscale + hashes), and decode-only images/s.
-4. **BM25 top-k**: selecting the 10 best of 1M scores by partial selection
+4. **Length cap**: a long article (~55k characters of text; the gold facts the search query
+   asks about at depths 10-95 %) capped at ``reader.max_chars``: token recall of the gold facts
+   when the head is kept (the old cap) and when the reader keeps the best passages for the query.
+5. **BM25 top-k**: selecting the 10 best of 1M scores by partial selection
    (``orig_local.retrieval.topk.top_k``) against the full stable sort it replaced; the two must
    return identical indices.
 """
@@ -200,7 +203,35 @@ def end_to_end_section(args) -> None:
                  items=len(images))
 
 
-# --------------------------------------------------------------------------- 4. BM25 top-k
+# --------------------------------------------------------------------------- 4. length cap
+
+
+def cap_section(args) -> None:
+    from orig_local.retrieval.passages import select_passages
+    from orig_local.retrieval.reader import extract_main_text
+    from orig_local.retrieval.testserver import article_html
+
+    rng = random.Random(1)
+    filler = [w for w in WORDS if w not in {"lighthouse", "keeper", "lantern", "gallery", "tower"}]
+    paras = ["Veltrane is a port on the north coast, known for its harbour and its lighthouse."]
+    paras += [" ".join(rng.choice(filler) for _ in range(100)).capitalize() + "." for _ in range(80)]
+    gold = [f"Fact {i}: the lighthouse keeper recorded {7 * i + 3} storms from the lantern gallery."
+            for i in range(8)]
+    for i, fact in enumerate(gold):  # depths 10 % ... 95 %
+        paras.insert(int((0.1 + 0.85 * i / (len(gold) - 1)) * len(paras)), fact)
+    text, meta = extract_main_text(article_html("Veltrane", paras))
+    query = "lighthouse keeper storms lantern gallery"
+    head = text[: text.rfind("\n", 0, args.max_chars)]
+    ranked = select_passages(text, args.max_chars, query=query, title=meta["title"])
+    print(f"\n### Length cap: {len(text):,} characters of text capped at {args.max_chars:,}; "
+          f"{len(gold)} gold facts at depths 10-95 %\n")
+    for name, kept in (("head (old cap)", head), ("best passages for the query", ranked)):
+        found = sum(f in kept for f in gold)
+        print(f"  {name:<30} gold facts kept {found}/{len(gold)} (recall {found / len(gold):.2f}), "
+              f"{len(kept):,} chars")
+
+
+# --------------------------------------------------------------------------- 5. BM25 top-k
 
 
 def topk_section(args) -> None:
@@ -236,8 +267,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--reader", default=READER_EXTRACT, help="module:name of the extraction under test")
     parser.add_argument("--topk-items", type=int, default=1_000_000)
-    parser.add_argument("--sections", default="extraction,end-to-end,topk",
-                        help="comma-separated subset of: extraction, end-to-end, topk")
+    parser.add_argument("--max-chars", type=int, default=20_000, help="the reader's cap, for the cap section")
+    parser.add_argument("--sections", default="extraction,end-to-end,cap,topk",
+                        help="comma-separated subset of: extraction, end-to-end, cap, topk")
     args = parser.parse_args()
     sections = set(args.sections.split(","))
     header("Retrieval: page reader quality and speed, loopback throughput", repeats=args.repeats,
@@ -246,6 +278,8 @@ def main() -> None:
         extraction_section(args)
     if "end-to-end" in sections:
         end_to_end_section(args)
+    if "cap" in sections:
+        cap_section(args)
     if "topk" in sections:
         topk_section(args)
     footer()

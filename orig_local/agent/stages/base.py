@@ -37,7 +37,7 @@ class RetrieverLike(Protocol):
 
     async def search_images(self, query: str, k: int = 10) -> Any: ...  # SearchOutcome
 
-    async def read_page(self, url: str) -> Any: ...  # Page | FetchFailure
+    async def read_page(self, url: str, query: str | None = None) -> Any: ...  # Page | FetchFailure
 
     # dedup=False: skip the retriever's shared duplicate check (the agent's is per run)
     async def fetch_image(self, url: str, page_url: str | None = None, *, dedup: bool = True) -> Any: ...

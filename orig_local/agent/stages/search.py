@@ -156,7 +156,7 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
                           started_s=ctx.trace.elapsed(), output={"url": hit.url})
         start = time.perf_counter()
         assert ctx.retriever is not None
-        page = await ctx.retriever.read_page(hit.url)
+        page = await ctx.retriever.read_page(hit.url, query=query)  # a long page keeps what matches
         rec.latency_s = time.perf_counter() - start
         ctx.trace.add(rec)
         if isinstance(page, FetchFailure):
