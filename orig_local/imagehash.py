@@ -117,17 +117,19 @@ EDGE_STEP = 16  # a gradient this much stronger than the other copy's is an adde
 def _gradient(image: Any, size: tuple[int, int]) -> Any:
     import numpy as np
 
-    g = np.asarray(image.convert("L").resize(size, resample=4), dtype=np.float32)
-    return np.abs(np.diff(g, axis=1))[:-1, :] + np.abs(np.diff(g, axis=0))[:, :-1]
+    # per colour channel: a grey watermark on a red field of the same luminance is invisible in grey
+    g = np.asarray(image.convert("RGB").resize(size, resample=4), dtype=np.float32)
+    return (np.abs(np.diff(g, axis=1))[:-1, :, :] + np.abs(np.diff(g, axis=0))[:, :-1, :]).max(axis=2)
 
 
-def added_edges(image: Any, other: Any) -> float:
-    """Share of pixels where ``image`` has a markedly stronger edge than ``other`` (same
-    picture, compared at the smaller one's size up to 384 px wide): a watermark, a caption,
-    compression ringing. The cleaner copy adds less."""
+def added_edges(image: Any, other: Any) -> tuple[float, float]:
+    """What ``image`` adds to ``other`` (same picture, compared at the smaller one's size up to
+    384 px wide): the share of pixels with a markedly stronger edge (a watermark, a caption),
+    then the mean faint excess (compression ringing and blocks). The cleaner copy adds less."""
     w = max(8, min(image.width, other.width, 384))
     size = (w, max(8, round(w * image.height / image.width)))
-    return float(((_gradient(image, size) - _gradient(other, size)) > EDGE_STEP).mean())
+    excess = _gradient(image, size) - _gradient(other, size)
+    return float((excess > EDGE_STEP).mean()), float(excess.clip(0, EDGE_STEP).mean())
 
 
 def best_copy(images: list[Any]) -> int:
@@ -141,5 +143,8 @@ def best_copy(images: list[Any]) -> int:
     tier = [i for i, p in enumerate(pixels) if p >= SAME_RESOLUTION * max(pixels)]
     if len(tier) == 1:
         return tier[0]
-    defect = {i: sum(added_edges(images[i], images[j]) for j in tier if j != i) / (len(tier) - 1) for i in tier}
-    return min(tier, key=lambda i: (round(defect[i], 4), i))
+    defect = {}
+    for i in tier:
+        added = [added_edges(images[i], images[j]) for j in tier if j != i]
+        defect[i] = (round(sum(a for a, _ in added) / len(added), 4), round(sum(f for _, f in added) / len(added), 3))
+    return min(tier, key=lambda i: (*defect[i], i))
