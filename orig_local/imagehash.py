@@ -132,13 +132,26 @@ def added_edges(image: Any, other: Any) -> tuple[float, float]:
     return float((excess > EDGE_STEP).mean()), float(excess.clip(0, EDGE_STEP).mean())
 
 
+BORDER_LEVEL = 16  # a border row/column differs from the corner colour by at most this
+
+
+def without_bars(image: Any) -> Any:
+    """``image`` inside its black letterbox / pillarbox bars (the bars add pixels but no
+    resolution). Only near-black borders count as bars: a logo's white margin is part of it."""
+    box = image.convert("L").point(lambda v: 255 if v > BORDER_LEVEL else 0).getbbox()
+    return image.crop(box) if box and box != (0, 0, image.width, image.height) else image
+
+
 def best_copy(images: list[Any]) -> int:
-    """Index of the copy to keep among copies of one picture: the best resolved (most pixels;
-    within 10 % counts as equal), then the cleanest (fewest edges the others lack:
-    :func:`added_edges`), then the earliest. Arrival order alone kept a 40 % thumbnail, a
-    watermarked or a JPEG q50 copy over the clean original (issue 22)."""
+    """Index of the copy to keep among copies of one picture: the best resolved (most pixels
+    inside any letterbox bars; within 10 % counts as equal), then the cleanest (fewest edges
+    the others lack: :func:`added_edges`; then fewer bar pixels), then the earliest. Arrival order alone kept a 40 %
+    thumbnail, a watermarked or a JPEG q50 copy over the clean original (issue 22)."""
     if len(images) < 2:
         return 0
+    framed = [without_bars(im) for im in images]
+    bars = [im.width * im.height - f.width * f.height for im, f in zip(images, framed, strict=True)]
+    images = framed
     pixels = [im.width * im.height for im in images]
     tier = [i for i, p in enumerate(pixels) if p >= SAME_RESOLUTION * max(pixels)]
     if len(tier) == 1:
@@ -147,4 +160,4 @@ def best_copy(images: list[Any]) -> int:
     for i in tier:
         added = [added_edges(images[i], images[j]) for j in tier if j != i]
         defect[i] = (round(sum(a for a, _ in added) / len(added), 4), round(sum(f for _, f in added) / len(added), 3))
-    return min(tier, key=lambda i: (*defect[i], i))
+    return min(tier, key=lambda i: (*defect[i], bars[i], i))  # equal pictures: the one without bars

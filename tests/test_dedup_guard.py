@@ -103,7 +103,10 @@ def test_resized_recompressed_and_watermarked_copies_are_the_same_picture(make, 
 
 def test_best_copy_is_the_clean_original_whatever_arrives_first():
     original = scene(1)
-    copies = {"thumb40": thumbnail(original), "watermark": watermark(original), "jpeg50": jpeg(original, 50)}
+    boxed = Image.new("RGB", (original.width, int(original.height * 1.35)), (0, 0, 0))
+    boxed.paste(original, (0, int(original.height * 0.175)))  # more pixels, no more picture
+    copies = {"thumb40": thumbnail(original), "watermark": watermark(original), "jpeg50": jpeg(original, 50),
+              "letterbox": boxed}
     for name, copy in copies.items():
         assert best_copy([copy, original]) == 1, name  # the original arrived last
         assert best_copy([original, copy]) == 0, name
