@@ -29,7 +29,9 @@ def pixels_sha256(image: Any) -> str:
 
 
 def dhash64(image: Any) -> int:
-    """64-bit difference hash: grey 9x8 thumbnail, one bit per left-right comparison."""
+    """64-bit difference hash: grey 9x8 thumbnail, one bit per left-right comparison. (A box
+    reduction before the resize would save ~1 ms per picture but made a 40 % thumbnail miss
+    its original: the factor differs between sizes.)"""
     small = image.convert("L").resize((9, 8), resample=1)  # 1 = LANCZOS
     px = small.tobytes()
     bits = 0
@@ -72,11 +74,16 @@ class Fingerprint:
     height: int
 
 
-def fingerprint(image: Any) -> Fingerprint:
+def fingerprint(image: Any, dhash: int | None = None) -> Fingerprint:
+    """``dhash``: the image's :func:`dhash64` when already computed (the fetcher does)."""
     rgb = image if image.mode == "RGB" else image.convert("RGB")
-    grey = rgb.convert("L")
-    return Fingerprint(dhash=dhash64(grey), grey=grey.resize((GRID, GRID), resample=4).tobytes(),  # 4 = BOX
-                       colour=rgb.resize((COLOUR_GRID, COLOUR_GRID), resample=4).tobytes(),
+    # one cheap integer-factor box reduction first: the thumbnails are then resized from ~4x
+    # their size instead of from the full picture (the agent fingerprints every fetched image)
+    factor = max(1, min(rgb.width, rgb.height) // (4 * GRID))
+    small = rgb.reduce(factor) if factor > 1 else rgb
+    return Fingerprint(dhash=dhash64(rgb) if dhash is None else dhash,
+                       grey=small.convert("L").resize((GRID, GRID), resample=4).tobytes(),  # 4 = BOX
+                       colour=small.resize((COLOUR_GRID, COLOUR_GRID), resample=4).tobytes(),
                        width=rgb.width, height=rgb.height)
 
 

@@ -85,6 +85,7 @@ def test_distinct_flat_pictures_are_close_in_dhash_but_never_the_same_picture():
         bits = hamming(dhash64(a), dhash64(b))
         assert bits <= 8  # the premise: dHash alone (threshold 6-8) would merge these
         assert not same_picture(fingerprint(a), fingerprint(b), max_bits=8)[0]
+    assert min(hamming(dhash64(a), dhash64(b)) for a, b in DISTINCT_FLAT) <= 6  # even at the default
     # a recoloured logo has the same grey shape: the colour guard tells them apart
     red, blue = logo(0, (200, 30, 30)), logo(0, (30, 30, 200))
     assert not same_picture(fingerprint(red), fingerprint(blue), max_bits=64)[0]

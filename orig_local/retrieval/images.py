@@ -186,7 +186,7 @@ class Deduplicator:
         if image.bytes_sha256 in self._sha:
             return FetchFailure(url=image.url, kind="duplicate", detail=f"same bytes as {self._sha[image.bytes_sha256]}")
         if image.dhash is not None and image.image is not None:
-            fp = fingerprint(image.image)
+            fp = fingerprint(image.image, image.dhash)
             for other, other_url in self._seen:
                 same, why = same_picture(fp, other, self.max_distance)
                 if same:
@@ -196,7 +196,7 @@ class Deduplicator:
     def add(self, image: FetchedImage) -> None:
         self._sha[image.bytes_sha256] = image.url
         if image.dhash is not None and image.image is not None:
-            self._seen.append((fingerprint(image.image), image.url))
+            self._seen.append((fingerprint(image.image, image.dhash), image.url))
 
 
 class WebImageFetcher:

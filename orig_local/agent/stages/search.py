@@ -227,7 +227,7 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
             if isinstance(res, FetchFailure):
                 rec.failures.append(failure_dict(res))
                 continue
-            fp = fingerprint(res.image)
+            fp = fingerprint(res.image, getattr(res, "dhash", None))
             dhash = fp.dhash
             why = _duplicate_reason(ctx, res.bytes_sha256, fp)
             if why is not None:
