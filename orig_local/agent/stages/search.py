@@ -223,11 +223,16 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
         results = await asyncio.gather(*(retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
                                          for h in wave))
         rec.image_fetches += len(wave)
+        # hashing pictures off the event loop (PIL releases the GIL): the other prompts in flight
+        # keep running meanwhile
+        fps = await asyncio.gather(*(asyncio.to_thread(fingerprint, res.image, getattr(res, "dhash", None))
+                                     for res in results if not isinstance(res, FetchFailure)))
+        fp_iter = iter(fps)
         for hit, res in zip(wave, results, strict=True):  # rank order
             if isinstance(res, FetchFailure):
                 rec.failures.append(failure_dict(res))
                 continue
-            fp = fingerprint(res.image, getattr(res, "dhash", None))
+            fp = next(fp_iter)
             dhash = fp.dhash
             why = _duplicate_reason(ctx, res.bytes_sha256, fp)
             if why is not None:
