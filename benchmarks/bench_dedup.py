@@ -14,10 +14,16 @@
    ``dedup_images`` record), so the table follows whatever those stages do today.
    CLIP runs with random weights (no weights offline): its near-duplicate verdicts on crops and
    flips are not evidence of what real weights do, and are labelled so.
-2. **Timing of that path** (scripted latencies 0: fetch + decode + hashes + CLIP + agent CPU),
+2. **Per transformation** (a held-out set: the structured scenes, flat logos and text pages,
+   each with a 40 % thumbnail, JPEG q50, a watermark, crops of 8 and 15 %, rotations of 5 and
+   10 degrees and a letterbox): which check catches each copy (sha256 of the bytes, dHash alone
+   within ``retrieval.fetch.dhash_max_distance``, the guarded dHash the agent uses, CLIP at the
+   agent's threshold), what each merges wrongly among the distinct pictures, and which copy of
+   each group is kept (first arrived, as before, vs ``imagehash.best_copy``).
+3. **Timing of that path** (scripted latencies 0: fetch + decode + hashes + CLIP + agent CPU),
    cold CLIP cache per round, after a warm-up run.
-3. **ViT-B/32 image embedding throughput** (random weights: the architecture, not the weights,
-   sets the cost) in fp32 (the default, reference embeddings) and bf16 (opt-in), with 2 and 1
+4. **ViT-B/32 image embedding throughput** (random weights: the architecture, not the weights,
+   sets the cost) in fp32 (reference embeddings) and bf16 (the ``auto`` default where native), with 2 and 1
    torch threads and two batch sizes: images per wall second (goal >= 25 on 2 cores) and per
    CPU second (what a busy shared machine still measures fairly).
 """
@@ -331,6 +337,132 @@ def path_section(args, embedder) -> None:
     print_timing("agent run (fetch+hash+CLIP dedup+filter), cold cache", samples, items=n)
 
 
+# --------------------------------------------------------------------------- per transformation
+
+
+def logo(kind: int, size=(600, 400)):
+    """A flat logo on white (the dHash thumbnail of such a picture has almost no set bits)."""
+    from PIL import Image, ImageDraw
+
+    im = Image.new("RGB", size, (255, 255, 255))
+    d = ImageDraw.Draw(im)
+    w, h = size
+    colour = [(200, 30, 30), (30, 60, 200), (20, 140, 60), (240, 150, 0)][kind % 4]
+    if kind == 0:
+        d.ellipse([w * .4, h * .35, w * .6, h * .65], fill=colour)
+    elif kind == 1:
+        d.rectangle([w * .4, h * .35, w * .6, h * .65], fill=colour)
+    elif kind == 2:
+        d.polygon([(w * .5, h * .3), (w * .62, h * .68), (w * .38, h * .68)], fill=colour)
+    else:
+        d.text((w * .42, h * .45), "ACME", fill=colour)
+    return im
+
+
+def text_page(seed: int, size=(600, 800)):
+    """A page of text (distinct pages share their layout: dHash sees only the layout)."""
+    import random
+
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(seed)
+    words = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor".split()
+    im = Image.new("RGB", size, (255, 255, 255))
+    d = ImageDraw.Draw(im)
+    for row in range(40):
+        d.text((40, 40 + row * 18), " ".join(rng.choice(words) for _ in range(12)), fill=(0, 0, 0))
+    return im
+
+
+def transformations() -> dict[str, Any]:
+    from PIL import Image, ImageDraw
+
+    def reopen(im, quality):
+        return Image.open(io.BytesIO(encode(im, quality=quality))).convert("RGB")
+
+    def crop(im, share):
+        w, h = im.size
+        dx, dy = int(w * share / 2), int(h * share / 2)
+        return im.crop((dx, dy, w - dx, h - dy))
+
+    def watermark(im):
+        out = im.convert("RGBA")
+        layer = Image.new("RGBA", out.size, (0, 0, 0, 0))
+        d = ImageDraw.Draw(layer)
+        for i in range(3):
+            d.text((out.width * .55, out.height * (.8 + .05 * i)), "(c) stockphotos.invalid", fill=(128, 128, 128, 170))
+        return Image.alpha_composite(out, layer).convert("RGB")
+
+    def letterbox(im):
+        out = Image.new("RGB", (im.width, int(im.height * 1.35)), (0, 0, 0))
+        out.paste(im, (0, int(im.height * .175)))
+        return out
+
+    return {
+        "thumbnail 40%": lambda im: im.resize((int(im.width * .4), int(im.height * .4)), Image.LANCZOS),
+        "JPEG q50": lambda im: reopen(im, 50),
+        "watermark": watermark,
+        "crop 8%": lambda im: crop(im, .08),
+        "crop 15%": lambda im: crop(im, .15),
+        "rotation 5°": lambda im: im.rotate(5, resample=Image.BICUBIC, fillcolor=(0, 0, 0)),
+        "rotation 10°": lambda im: im.rotate(10, resample=Image.BICUBIC, fillcolor=(0, 0, 0)),
+        "letterbox": letterbox,
+    }
+
+
+def transform_section(args, embedder) -> None:
+    import hashlib
+    import itertools
+
+    from orig_local.config import Config
+    from orig_local.imagehash import best_copy, fingerprint, hamming, same_picture
+
+    config = Config()
+    bits = config.retrieval.fetch.dhash_max_distance
+    threshold = args.dedup_threshold if args.dedup_threshold is not None else config.agent.dedup_threshold
+    originals = {**{f"scene{k}": scene(k) for k in range(10)}, **{f"logo{k}": logo(k) for k in range(4)},
+                 **{f"text{k}": text_page(k) for k in range(3)}}
+    names = list(originals)
+    variants = {t: {n: fn(im) for n, im in originals.items()} for t, fn in transformations().items()}
+    fps = {n: fingerprint(im) for n, im in originals.items()}
+    vecs = dict(zip(names, embedder.embed_images([originals[n] for n in names]), strict=True))
+
+    def checks(a, b, fa, fb, va, vb):
+        sha = hashlib.sha256(encode(a)).digest() == hashlib.sha256(encode(b)).digest()
+        return {"sha256": sha, f"dHash <= {bits}": hamming(fa.dhash, fb.dhash) <= bits,
+                "guarded dHash": same_picture(fa, fb, bits)[0], f"CLIP >= {threshold}": float(va @ vb) >= threshold}
+
+    print(f"\n### Per transformation: {len(originals)} originals (10 scenes, 4 flat logos, 3 text pages); "
+          f"CLIP {'tiny' if args.tiny else args.model} random weights (its column is not evidence of real CLIP)\n")
+    cols = list(checks(originals[names[0]], originals[names[0]], fps[names[0]], fps[names[0]],
+                       vecs[names[0]], vecs[names[0]]))
+    print("| transformation | " + " | ".join(f"caught by {c}" for c in cols)
+          + " | original kept: first arrived | original kept: best copy |")
+    print("|---|" + "---:|" * (len(cols) + 2))
+    for t, group in variants.items():
+        vv = dict(zip(names, embedder.embed_images([group[n] for n in names]), strict=True))
+        caught = Counter()
+        for n in names:
+            for c, hit in checks(group[n], originals[n], fingerprint(group[n]), fps[n], vv[n], vecs[n]).items():
+                caught[c] += hit
+        best = sum(best_copy([group[n], originals[n]]) == 1 for n in names)  # the copy arrived first
+        print(f"| {t} | " + " | ".join(f"{caught[c]}/{len(names)}" for c in cols)
+              + f" | 0/{len(names)} | {best}/{len(names)} |")
+    all_group = sum(best_copy([variants["thumbnail 40%"][n], variants["watermark"][n], variants["JPEG q50"][n],
+                               originals[n]]) == 3 for n in names)
+    print(f"\ngroup of thumbnail + watermark + JPEG q50 arriving before the original: original kept "
+          f"{all_group}/{len(names)} (first arrived: 0/{len(names)})")
+    wrong = Counter()
+    pairs = list(itertools.combinations(names, 2))
+    for a, b in pairs:
+        for c, hit in checks(originals[a], originals[b], fps[a], fps[b], vecs[a], vecs[b]).items():
+            wrong[c] += hit
+    print(f"wrongly merged among the {len(pairs)} pairs of distinct originals: "
+          + ", ".join(f"{c}: {wrong[c]}" for c in cols))
+    close = [(a, b, hamming(fps[a].dhash, fps[b].dhash)) for a, b in pairs if hamming(fps[a].dhash, fps[b].dhash) <= 10]
+    print("  distinct pairs within 10 dHash bits: " + ", ".join(f"{a}~{b} {d} bits" for a, b, d in close))
+
+
 def throughput_section(args, model: str, name: str) -> None:
     import torch
 
@@ -376,7 +508,7 @@ def main(argv=None) -> int:
     parser.add_argument("--images", type=int, default=32, help="images per throughput round")
     parser.add_argument("--precisions", default="fp32,bf16", help="embedder precisions to time")
     parser.add_argument("--batch-sizes", default="32,8", help="batch sizes to time (multi-threaded)")
-    parser.add_argument("--precision", default="fp32", help="embedder precision in the agent-path section")
+    parser.add_argument("--precision", default="auto", help="embedder precision in the agent-path section")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--distinct", type=int, default=10,
                         help="distinct scenes in the candidate set (> 8 shows the filter's batching)")
@@ -384,6 +516,8 @@ def main(argv=None) -> int:
                         help="CLIP cosine threshold (default: the agent's); random weights need ~0.999")
     parser.add_argument("--prompt", default="The Veltrane Harbor Lighthouse at dusk")
     parser.add_argument("--tiny", action="store_true", help="use the tiny local CLIP instead (seconds)")
+    parser.add_argument("--sections", default="transform,path,throughput",
+                        help="comma-separated subset of: transform, path, throughput")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)  # open_clip warns on purpose about random weights
 
@@ -398,7 +532,14 @@ def main(argv=None) -> int:
     header(f"Image dedup through the agent's path ({name} CLIP, random weights)", repeats=args.repeats,
            images=args.images)
     embedder = OpenClipEmbedder(model, pretrained=None, device="cpu", precision=args.precision)
-    path_section(args, embedder)
+    sections = set(args.sections.split(","))
+    if "transform" in sections:
+        transform_section(args, embedder)
+    if "path" in sections:
+        path_section(args, embedder)
+    if "throughput" not in sections:
+        footer()
+        return 0
     throughput_section(args, model, name)
     footer()
     return 0

@@ -11,6 +11,12 @@
 3. **End-to-end** over HTTP on 127.0.0.1 (seeded synthetic set, so comparable across commits):
    page reads/s (HTTP + decode + extract + checks) and image fetches/s (HTTP + verify + decode
    + EXIF + RGB + downscale + hashes), and decode-only images/s.
+4. **Length cap**: a long article (~55k characters of text; the gold facts the search query
+   asks about at depths 10-95 %) capped at ``reader.max_chars``: token recall of the gold facts
+   when the head is kept (the old cap) and when the reader keeps the best passages for the query.
+5. **BM25 top-k**: selecting the 10 best of 1M scores by partial selection
+   (``orig_local.retrieval.topk.top_k``) against the full stable sort it replaced; the two must
+   return identical indices.
 """
 
 from __future__ import annotations
@@ -197,6 +203,60 @@ def end_to_end_section(args) -> None:
                  items=len(images))
 
 
+# --------------------------------------------------------------------------- 4. length cap
+
+
+def cap_section(args) -> None:
+    from orig_local.retrieval.passages import select_passages
+    from orig_local.retrieval.reader import extract_main_text
+    from orig_local.retrieval.testserver import article_html
+
+    rng = random.Random(1)
+    filler = [w for w in WORDS if w not in {"lighthouse", "keeper", "lantern", "gallery", "tower"}]
+    paras = ["Veltrane is a port on the north coast, known for its harbour and its lighthouse."]
+    paras += [" ".join(rng.choice(filler) for _ in range(100)).capitalize() + "." for _ in range(80)]
+    gold = [f"Fact {i}: the lighthouse keeper recorded {7 * i + 3} storms from the lantern gallery."
+            for i in range(8)]
+    for i, fact in enumerate(gold):  # depths 10 % ... 95 %
+        paras.insert(int((0.1 + 0.85 * i / (len(gold) - 1)) * len(paras)), fact)
+    text, meta = extract_main_text(article_html("Veltrane", paras))
+    query = "lighthouse keeper storms lantern gallery"
+    head = text[: text.rfind("\n", 0, args.max_chars)]
+    ranked = select_passages(text, args.max_chars, query=query, title=meta["title"])
+    print(f"\n### Length cap: {len(text):,} characters of text capped at {args.max_chars:,}; "
+          f"{len(gold)} gold facts at depths 10-95 %\n")
+    for name, kept in (("head (old cap)", head), ("best passages for the query", ranked)):
+        found = sum(f in kept for f in gold)
+        print(f"  {name:<30} gold facts kept {found}/{len(gold)} (recall {found / len(gold):.2f}), "
+              f"{len(kept):,} chars")
+
+
+# --------------------------------------------------------------------------- 5. BM25 top-k
+
+
+def topk_section(args) -> None:
+    import numpy as np
+
+    from orig_local.retrieval.topk import top_k
+
+    rng = np.random.default_rng(0)
+    # BM25-like: most items score 0 (no query term), the rest a few distinct values
+    scores = np.where(rng.random(args.topk_items) < 0.2, rng.gamma(2.0, 2.0, args.topk_items), 0.0)
+    scores = np.round(scores, 2).astype(np.float32)
+    k = 10
+    full = measure(lambda: np.argsort(-scores, kind="stable")[:k], repeats=args.repeats, warmup=1)
+    part = measure(lambda: top_k(scores, k), repeats=args.repeats, warmup=1)
+    same = np.array_equal(full.results[-1], part.results[-1])
+    print(f"\n### BM25 top-{k} of {args.topk_items:,} scores (20 % non-zero, rounded: ties)\n")
+    print_timing("full stable argsort", full, items=1)
+    print_timing("top_k (argpartition)", part, items=1)
+    figure("speed-up (full sort CPU / top_k CPU)", [f / p for f, p in zip(full.cpu, part.cpu, strict=True)], "x",
+           note="paired rounds")
+    print(f"  identical indices: {'yes' if same else 'NO - a defect'}")
+    if not same:
+        raise SystemExit("top_k disagrees with the full sort")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -206,11 +266,22 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=60)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--reader", default=READER_EXTRACT, help="module:name of the extraction under test")
+    parser.add_argument("--topk-items", type=int, default=1_000_000)
+    parser.add_argument("--max-chars", type=int, default=20_000, help="the reader's cap, for the cap section")
+    parser.add_argument("--sections", default="extraction,end-to-end,cap,topk",
+                        help="comma-separated subset of: extraction, end-to-end, cap, topk")
     args = parser.parse_args()
+    sections = set(args.sections.split(","))
     header("Retrieval: page reader quality and speed, loopback throughput", repeats=args.repeats,
            loops=args.loops, reader=args.reader)
-    extraction_section(args)
-    end_to_end_section(args)
+    if "extraction" in sections:
+        extraction_section(args)
+    if "end-to-end" in sections:
+        end_to_end_section(args)
+    if "cap" in sections:
+        cap_section(args)
+    if "topk" in sections:
+        topk_section(args)
     footer()
 
 

@@ -148,8 +148,19 @@ def model_info(config: Any, uses: dict[str, bool], served: dict[str, dict | None
     if uses.get("judge"):
         out["judge"] = chat_model_info(config.judge, served.get("judge"))
     if uses.get("embedder"):
-        out["embedder"] = {**_preset_info(getattr(config.embed, "preset", None))}
+        out["embedder"] = {**_preset_info(getattr(config.embed, "preset", None)),
+                           "precision": _embed_precision(config.embed)}
     return out
+
+
+def _embed_precision(embed: Any) -> str:
+    """The CLIP precision the run uses (``auto`` resolved on this host: imports torch)."""
+    try:
+        from orig_local.embeddings.clip import resolve_precision
+
+        return resolve_precision(embed.precision, embed.device)
+    except ImportError:
+        return f"{embed.precision} (unresolved: torch not installed)"
 
 
 def provenance(config: Any = None, uses: dict[str, bool] | None = None,
@@ -180,6 +191,8 @@ def summary_lines(prov: dict[str, Any]) -> list[str]:
             text += f" ({m['hub_id']}" + (f" @ {m['revision']}" if m.get("revision") else ", revision not pinned") + ")"
         if m.get("tiny_random_weights"):
             text += " — tiny random weights"
+        if m.get("precision"):
+            text += f", {m['precision']}"
         if m.get("backend") and m.get("backend") != "openai":
             text += f" [{m['backend']}]"
         server = m.get("server")

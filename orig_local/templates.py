@@ -46,6 +46,9 @@ def environment(*dirs: str | Path, autoescape: bool = False, trim_blocks: bool =
         trim_blocks=trim_blocks,
         lstrip_blocks=trim_blocks,
         keep_trailing_newline=False,
+        # templates are fixed for a run: no stat() of the file on every render (7.7k per 256
+        # prompts; a run that edits its prompts mid-way would mix two prompt versions anyway)
+        auto_reload=False,
     )
 
 

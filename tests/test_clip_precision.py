@@ -43,7 +43,7 @@ def reference(emb: OpenClipEmbedder, images) -> np.ndarray:
 
 
 def test_default_fp32_equals_plain_open_clip(tiny_clip):
-    emb = OpenClipEmbedder(tiny_clip, device="cpu", batch_size=2)  # several batches
+    emb = OpenClipEmbedder(tiny_clip, device="cpu", batch_size=2, precision="fp32")  # several batches
     images = pictures()
     got = emb.embed_images(images)
     assert emb.precision == "fp32"
@@ -54,7 +54,7 @@ def test_default_fp32_equals_plain_open_clip(tiny_clip):
 @pytest.mark.parametrize(("precision", "min_cos"), [("bf16", 0.995)])
 def test_fast_precisions_stay_close_to_fp32(tiny_clip, precision, min_cos):
     images = pictures()
-    ref = OpenClipEmbedder(tiny_clip, device="cpu").embed_images(images)
+    ref = OpenClipEmbedder(tiny_clip, device="cpu", precision="fp32").embed_images(images)
     fast = OpenClipEmbedder(tiny_clip, device="cpu", precision=precision)
     got = fast.embed_images(images)
     import torch
@@ -95,7 +95,60 @@ def test_config_precision_reaches_the_embedder(tmp_path):
     emb = OpenClipEmbedder.from_config(cfg, cache_dir=tmp_path)
     assert emb.precision == "bf16"
     assert emb.cache.namespace.endswith(":bf16")  # not mixed with fp32 cache entries
+    fp32 = OpenClipEmbedder.from_config(EmbedConfig(preset="tiny-clip", device="cpu", precision="fp32"),
+                                        cache_dir=tmp_path)
+    assert fp32.precision == "fp32" and fp32.cache.namespace == "clip:tiny-clip"  # keys unchanged
+    auto = OpenClipEmbedder.from_config(EmbedConfig(preset="tiny-clip", device="cpu"), cache_dir=tmp_path)
+    resolved = auto.precision  # resolving "auto" settles the namespace
+    assert auto.cache.namespace == "clip:tiny-clip" + ("" if resolved == "fp32" else ":bf16")
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError):
         EmbedConfig(precision="fp16")
+
+
+def test_auto_takes_bf16_exactly_where_the_cpu_has_it_natively(tiny_clip):
+    import torch
+
+    caps = torch.cpu.get_capabilities()
+    native = bool(caps.get("avx512_bf16") or caps.get("amx_bf16"))
+    emb = OpenClipEmbedder(tiny_clip, device="cpu")  # the default
+    assert emb.requested_precision == "auto"
+    assert emb.precision == ("bf16" if native else "fp32")
+    emb.embed_images(pictures(1))
+    assert {p.dtype for p in emb.model.parameters()} == {torch.bfloat16 if native else torch.float32}
+
+
+def test_auto_follows_the_capabilities_torch_reports(monkeypatch):
+    import torch
+
+    from orig_local.embeddings import clip
+
+    for caps, expected in (({"avx512_bf16": True}, "bf16"), ({"amx_bf16": True}, "bf16"),
+                           ({"avx512_bf16": False, "amx_bf16": False, "avx2": True}, "fp32")):
+        monkeypatch.setattr(torch.cpu, "get_capabilities", lambda caps=caps: caps)
+        assert clip.resolve_precision("auto", "cpu") == expected
+    assert clip.resolve_precision("fp32", "cpu") == "fp32"  # an explicit choice is kept
+    assert clip.resolve_precision("bf16", "cpu") == "bf16"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert clip.resolve_precision("auto", "cuda") == "fp32"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert clip.resolve_precision("auto", "cuda:0") == "bf16"
+
+
+def test_run_provenance_records_the_resolved_precision(monkeypatch):
+    import torch
+
+    from orig_local.config import Config
+    from orig_local.provenance import model_info, summary_lines
+
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"avx512_bf16": False})
+    config = Config.model_validate({"embed": {"device": "cpu"}})
+    assert config.embed.precision == "auto"
+    info = model_info(config, {"embedder": True})
+    assert info["embedder"]["precision"] == "fp32"
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": True})
+    info = model_info(config, {"embedder": True})
+    assert info["embedder"]["precision"] == "bf16"
+    assert any("embedder" in ln and "bf16" in ln for ln in summary_lines({"models": info}))

@@ -24,7 +24,7 @@ class DictReader:
     def __init__(self, pages):
         self.pages, self.calls = pages, []
 
-    async def read(self, url):
+    async def read(self, url, query=None):
         self.calls.append(url)
         text = self.pages.get(url)
         if text is None:

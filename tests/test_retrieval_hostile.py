@@ -257,7 +257,7 @@ def test_meta_utf16_on_ascii_bytes_is_read_as_utf8():
 def test_extract_main_text_separates_metadata_from_text():
     text, meta = extract_main_text(ARTICLE, "https://news.invalid/lighthouse")
     assert meta["title"] == "Veltrane Harbor Lighthouse"
-    assert text.startswith("# Veltrane Harbor Lighthouse") and "brass weather vane" in text
+    assert text.startswith("Veltrane Harbor Lighthouse\n") and "brass weather vane" in text  # plain text
     for header_field in ("title:", "url:", "hostname:", "sitename:", "fingerprint:", "date:"):
         assert header_field not in text
     assert "All rights reserved" not in text and "Home" not in text

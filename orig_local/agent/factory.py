@@ -134,11 +134,12 @@ def _embedder(config: Config, cache_dir: Path | None) -> OpenClipEmbedder:
 
 
 def _make_dedup(config: Config, embedder: OpenClipEmbedder | None) -> Deduper:
-    from orig_local.agent.stages.search import DHASH_MAX_DISTANCE
     from orig_local.embeddings.dedup import ImageDeduplicator
 
-    # sha256, then dHash (resized / recompressed copies, also against K), then CLIP (crops).
-    return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold, dhash_max_bits=DHASH_MAX_DISTANCE)
+    # sha256, then guarded dHash (resized / recompressed copies, also against K), then CLIP
+    # (crops); one dHash setting for the retriever, the fetch-time check and this deduper.
+    return ImageDeduplicator(embedder, threshold=config.agent.dedup_threshold,
+                             dhash_max_bits=config.retrieval.fetch.dhash_max_distance)
 
 
 async def arun_agent(prompt: str, config: Config | None = None, out_dir: str | Path | None = None, *,

@@ -1,12 +1,14 @@
 """open_clip image and text embeddings (L2-normalised), cached by image content hash.
 
-Speed on CPU (ViT-B/32, measured by ``benchmarks/bench_dedup.py``; see docs there): the default
-``precision="fp32"`` is the reference path (embeddings equal the plain open_clip forward pass up
-to float rounding). ``"bf16"`` keeps the weights and activations in bfloat16: on CPUs with
-AVX512-BF16 or AMX (recent Xeon / EPYC) the matrix products run about 3x faster per CPU-second,
-and the embeddings stay within cosine 0.9999 of fp32 (far inside any dedup threshold); on CPUs
-without those instructions bf16 is emulated and slower, so it is opt-in. (Dynamic int8
-quantization was measured too: slower than bf16, and torch deprecates its quantized tensors.)
+Precision (measured by ``benchmarks/bench_dedup.py``, ViT-B/32): ``"fp32"`` is the reference
+path (embeddings equal the plain open_clip forward pass up to float rounding). ``"bf16"`` keeps
+the weights and activations in bfloat16: on CPUs with AVX512-BF16 or AMX (recent Xeon / EPYC)
+the matrix products run about 3x faster per CPU-second (~20 -> ~74 img/s on 2 cores), and the
+embeddings stay within cosine 0.9999 of fp32 (far inside any dedup threshold); on CPUs without
+those instructions bf16 is emulated and slower. The default ``"auto"`` therefore takes bf16
+where it is native (:func:`native_bf16`: torch's ``torch.cpu.get_capabilities()``, or a CUDA
+device that supports bf16) and fp32 elsewhere; the run's provenance records which. (Dynamic
+int8 quantization was measured too: slower than bf16, and torch deprecates its quantized tensors.)
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from orig_local.imagehash import pixels_sha256
 
 log = logging.getLogger(__name__)
 
-Precision = Literal["fp32", "bf16"]
-PRECISIONS = ("fp32", "bf16")
+Precision = Literal["auto", "fp32", "bf16"]
+PRECISIONS = ("auto", "fp32", "bf16")
 
 
 def pick_device(device: str) -> str:
@@ -33,6 +35,26 @@ def pick_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def native_bf16(device: str) -> bool:
+    """Whether ``device`` runs bfloat16 matrix products natively (not emulated)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device == "cpu":
+        caps = torch.cpu.get_capabilities() if hasattr(torch.cpu, "get_capabilities") else {}
+        return bool(caps.get("avx512_bf16") or caps.get("amx_bf16"))
+    return False  # mps and others: not measured, keep the reference path
+
+
+def resolve_precision(precision: str, device: str = "auto") -> str:
+    """``"auto"`` -> ``"bf16"`` where native on the device CLIP will use, else ``"fp32"``;
+    an explicit precision is returned as given. Imports torch only for ``"auto"``."""
+    if precision != "auto":
+        return precision
+    return "bf16" if native_bf16(pick_device(device)) else "fp32"
 
 
 def open_clip_snapshot(model: str, revision: str | None = None) -> str:
@@ -57,12 +79,15 @@ class OpenClipEmbedder:
     ``model_name`` is an open_clip architecture (``ViT-B-32``) with ``pretrained`` tag, or
     ``local-dir:<folder>`` (tiny test models, or weights copied to a workstation offline).
     ``cache`` (a :class:`~orig_local.cache.DiskCache`) keeps image embeddings by content hash,
-    so an image is embedded once across prompts and runs. ``precision``: see the module doc
-    (a cache shared between precisions must use separate namespaces; ``from_config`` does).
+    so an image is embedded once across prompts and runs. ``precision``: see the module doc;
+    ``"auto"`` is resolved on first use (it imports torch). A cache shared between precisions
+    must use separate namespaces: with ``precision_namespace`` the resolved precision is appended
+    to the cache's namespace (``:bf16``; fp32 keys unchanged), as ``from_config`` does.
     """
 
     def __init__(self, model_name: str, pretrained: str | None = None, device: str = "auto",
-                 batch_size: int = 32, cache: Any | None = None, precision: Precision = "fp32"):
+                 batch_size: int = 32, cache: Any | None = None, precision: Precision = "auto",
+                 precision_namespace: bool = False):
         from orig_local._lazy import require
 
         if precision not in PRECISIONS:
@@ -70,7 +95,9 @@ class OpenClipEmbedder:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         require("open_clip", "gen")  # a missing extra fails here, before any run starts
-        self.precision = precision
+        self.requested_precision = precision
+        self._precision: str | None = None if precision == "auto" else precision
+        self._precision_namespace = precision_namespace
         self.model_name = model_name
         self.pretrained = pretrained
         self._device = device
@@ -81,6 +108,18 @@ class OpenClipEmbedder:
         # The weights load on first use, not here: `orig generate` contacts the backbone and
         # checks its inputs before spending seconds (or a failed offline download) on CLIP.
         self._loaded: tuple | None = None
+
+    @property
+    def precision(self) -> str:
+        """The precision in use: ``"fp32"`` or ``"bf16"`` (``"auto"`` resolved, see module doc)."""
+        if self._precision is None:
+            self._precision = resolve_precision("auto", self._device)
+            log.info("CLIP precision auto -> %s", self._precision)
+        if self._precision_namespace and self.cache is not None:
+            self._precision_namespace = False  # once
+            if self._precision != "fp32":
+                self.cache.namespace += f":{self._precision}"
+        return self._precision
 
     def _load(self) -> tuple:
         if self._loaded is None:
@@ -143,11 +182,10 @@ class OpenClipEmbedder:
 
             from orig_local.cache import DiskCache
 
-            suffix = "" if config.precision == "fp32" else f":{config.precision}"  # fp32 keys unchanged
-            namespace = f"clip:{label}" + (f"@{config.revision}" if config.model and config.revision else "") + suffix
+            namespace = f"clip:{label}" + (f"@{config.revision}" if config.model and config.revision else "")
             cache = DiskCache(Path(cache_dir) / "embeddings.sqlite", namespace=namespace)
         return cls(model_name, pretrained, device=config.device, batch_size=config.batch_size, cache=cache,
-                   precision=config.precision)
+                   precision=config.precision, precision_namespace=True)
 
     @property
     def dim(self) -> int:
@@ -156,6 +194,7 @@ class OpenClipEmbedder:
 
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         """(n, d) float32, rows L2-normalised. Cached by content hash."""
+        self.precision  # noqa: B018 - resolves "auto" (and the cache namespace) before any lookup
         keys = [pixels_sha256(im) for im in images]
         out: list[np.ndarray | None] = [self._lookup(k) for k in keys]
         todo = [i for i, v in enumerate(out) if v is None]

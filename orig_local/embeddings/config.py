@@ -16,5 +16,7 @@ class EmbedConfig(StrictModel):
     device: str = "auto"
     batch_size: int = 32
     # fp32: reference embeddings. bf16: ~3x faster per CPU-second on CPUs with AVX512-BF16/AMX,
-    # cosine >= 0.9999 to fp32; slower where bf16 is emulated (orig_local/embeddings/clip.py)
-    precision: Literal["fp32", "bf16"] = "fp32"
+    # cosine >= 0.9999 to fp32; slower where bf16 is emulated. auto: bf16 where native (CPU
+    # capabilities, or a bf16-capable GPU), fp32 elsewhere; run.json records the resolved one
+    # (orig_local/embeddings/clip.py)
+    precision: Literal["auto", "fp32", "bf16"] = "auto"

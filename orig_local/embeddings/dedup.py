@@ -3,15 +3,19 @@
 Three stages, cheapest first, so the VLM is never asked to compare pairs of pictures:
 
 1. exact copies (same pixels, :func:`~orig_local.imagehash.pixels_sha256`) - no embedding;
-2. optional perceptual copies: 64-bit dHash within ``dhash_max_bits`` (resized/recompressed
-   copies; not crops) - no embedding;
+2. optional perceptual copies: 64-bit dHash within ``dhash_max_bits`` (resized/recompressed/
+   lightly watermarked copies; not crops), guarded by shape, colour and aspect
+   (:func:`~orig_local.imagehash.same_picture`: flat logos and text pages are a few bits apart
+   in dHash alone) - no embedding;
 3. near-duplicates: open_clip image embeddings (batched, cached by content hash) with cosine
    similarity >= ``threshold``.
 
-Within a group of duplicates the better-resolved image (more pixels) is kept; ties keep the
-earlier one (``prefer="order"`` keeps the earliest always). Images already in the knowledge
-base (``existing``) are never dropped: a candidate duplicating one of them is. Every decision
-is returned with its reason, so the agent's trace can say why an image disappeared.
+Within each group of duplicates the best copy is kept, whichever arrived first
+(:func:`~orig_local.imagehash.best_copy`: most pixels, then fewest added edges such as a
+watermark, then the earliest); ``prefer="order"`` keeps the earliest always. Images already in
+the knowledge base (``existing``) are never dropped: a candidate duplicating one of them is.
+Every decision is returned with its reason, so the agent's trace can say why an image
+disappeared.
 """
 
 from __future__ import annotations
@@ -104,19 +108,9 @@ class ImageDeduplicator:
                 first_with_hash[hashes[i]] = i
         alive = [i for i in order if decisions[i].kept]
 
-        # 2. perceptual copies (dHash), still without embedding anything
+        # 2. perceptual copies (guarded dHash), still without embedding anything
         if self.dhash_max_bits is not None and alive:
-            from orig_local.imagehash import dhash64, hamming
-
-            reps = [(j, True, dhash64(im)) for j, im in enumerate(existing)]
-            for i in alive:
-                h = dhash64(images[i])
-                match = next(((j, ex, hamming(h, hj)) for j, ex, hj in reps
-                              if hamming(h, hj) <= self.dhash_max_bits), None)
-                if match is None:
-                    reps.append((i, False, h))
-                else:
-                    _drop(decisions[i], "perceptual_duplicate", match[0], match[1], 1.0 - match[2] / 64)
+            self._perceptual(images, existing, alive, decisions)
             alive = [i for i in alive if decisions[i].kept]
 
         # 3. near-duplicates by embedding similarity (one batched call; cached by content hash)
@@ -137,12 +131,51 @@ class ImageDeduplicator:
                 rep_ids.append((i, False))
         embedded = getattr(self.embedder, "images_embedded", 0) - before
 
+        if self.prefer == "resolution":
+            _keep_best_copies(images, decisions)
         kept = [d.index for d in decisions if d.kept]
         dropped = [d.index for d in decisions if not d.kept]
         if dropped:
             log.debug("dedup: kept %d of %d (%s)", len(kept), n, _reason_summary(decisions))
         return DedupResult(kept=kept, dropped=dropped, decisions=decisions, threshold=self.threshold,
                            embedded=embedded)
+
+
+    def _perceptual(self, images: list, existing: list, alive: list[int], decisions: list[DedupDecision]) -> None:
+        from orig_local.imagehash import fingerprint, hamming, same_picture
+
+        assert self.dhash_max_bits is not None
+        reps = [(j, True, fingerprint(im)) for j, im in enumerate(existing)]
+        for i in alive:
+            fp = fingerprint(images[i])
+            match = next(((j, ex, fj) for j, ex, fj in reps if same_picture(fp, fj, self.dhash_max_bits)[0]), None)
+            if match is None:
+                reps.append((i, False, fp))
+            else:
+                bits = hamming(fp.dhash, match[2].dhash)
+                _drop(decisions[i], "perceptual_duplicate", match[0], match[1], 1.0 - bits / 64)
+
+
+def _keep_best_copies(images: list, decisions: list[DedupDecision]) -> None:
+    """In each group (a kept candidate and the candidates dropped as its copies) keep the best
+    copy (:func:`~orig_local.imagehash.best_copy`) instead of the one visited first."""
+    from orig_local.imagehash import best_copy
+
+    groups: dict[int, list[int]] = {}
+    for d in decisions:
+        if not d.kept and d.duplicate_of is not None and not d.duplicate_of_existing:
+            groups.setdefault(d.duplicate_of, []).append(d.index)
+    for rep, members in groups.items():
+        group = sorted([rep, *members])  # arrival order breaks ties
+        best = group[best_copy([images[i] for i in group])]
+        if best == rep:
+            continue
+        old, new = decisions[rep], decisions[best]
+        old.kept, old.reason, old.duplicate_of, old.similarity = False, new.reason, best, new.similarity
+        new.kept, new.reason, new.duplicate_of, new.similarity = True, "unique", None, None
+        for i in members:
+            if i != best:
+                decisions[i].duplicate_of = best
 
 
 def _drop(decision: DedupDecision, reason: Reason, of: int, existing: bool, similarity: float) -> None:

@@ -378,6 +378,8 @@ def provenance_block(run: RunResults) -> str:
                       ("revision", m.get("revision")), ("served as", served)]
             if m.get("backend"):
                 fields.insert(0, ("backend", m["backend"]))
+            if m.get("precision"):
+                fields.append(("precision", m["precision"]))
             lines.append(f"- {role}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in fields))
         elif preset_name:
             lines.append(f"- {role}: preset {preset_name}, hub id unknown, revision unknown")

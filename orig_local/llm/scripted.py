@@ -52,9 +52,13 @@ class ScriptedChatModel(BaseChatModel):
         self._next += 1
         text = reply(messages, schema) if callable(reply) else reply
         # As Qwen2.5-VL would count the request (real Qwen2 BPE when available, else an estimate).
+        # In a thread: a real backbone counts in its server, not on the agent's event loop (at
+        # 128 prompts in flight this stand-in's tokenizing was a third of the loop's CPU).
+        import asyncio
+
         from orig_local.llm.tokens import count_request, default_counter
 
-        prompt_tokens = count_request(messages, default_counter()).total
+        prompt_tokens = (await asyncio.to_thread(count_request, messages, default_counter())).total
         return Completion(text=text, usage=Usage(prompt_tokens, len(text.split())))
 
 

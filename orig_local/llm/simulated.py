@@ -102,7 +102,7 @@ class SimulatedRetriever:
                          title=m["caption"], rank=i, backend="simulated") for i, m in enumerate(found, 1)]
         return SimOutcome(query, hits=hits)
 
-    async def read_page(self, url: str) -> Page | FetchFailure:
+    async def read_page(self, url: str, query: str | None = None) -> Page | FetchFailure:
         self.calls["read_page"] += 1
         await self._wait(self.read_latency_s)
         if self.fail_reads:

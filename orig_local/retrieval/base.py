@@ -102,7 +102,7 @@ FailureKind = Literal[
 
 
 class Page(BaseModel):
-    """A web page read to main-content text (markdown)."""
+    """A web page read to main-content plain text (lines: paragraphs, list items, headings)."""
 
     url: str
     final_url: str
@@ -136,7 +136,10 @@ class FetchedImage:
 
 @runtime_checkable
 class PageReader(Protocol):
-    async def read(self, url: str) -> Page | FetchFailure: ...
+    async def read(self, url: str, query: str | None = None) -> Page | FetchFailure:
+        """``query``: what the page was searched for; a reader that shortens long pages keeps
+        the passages that match it (the web reader does), others may ignore it."""
+        ...
 
 
 @runtime_checkable

@@ -35,7 +35,8 @@ class ReaderConfig(StrictModel):
     max_bytes: int = 5_000_000  # bigger pages are refused (too_large), never held in memory
     max_redirects: int = 5
     min_chars: int = 200  # extracted text shorter than this is "empty"
-    max_chars: int = 20_000  # extracted markdown is cut here (the backbone reads it whole)
+    # longer text keeps its lead + the passages best matching the query (the backbone reads it whole)
+    max_chars: int = 20_000
     # Parse worker processes (killable at the deadline; null = min(4, CPU count)). 0 parses in
     # a thread instead: no deadline on parsing, and a big page can stall the event loop.
     parse_workers: int | None = None

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from orig_local.errors import DataError
+from orig_local.retrieval.topk import top_k
 
 log = logging.getLogger(__name__)
 
@@ -310,7 +311,7 @@ class CorpusIndex:
     # ---- queries
     def search_docs(self, query: str, k: int) -> list[tuple[CorpusDoc, float]]:
         scores = self.docs_bm25.scores(query)
-        order = [i for i in np.argsort(-scores, kind="stable")[:k] if scores[i] > 0]
+        order = [i for i in top_k(scores, k) if scores[i] > 0]
         return [(self.corpus.docs[i], float(scores[i])) for i in order]
 
     def search_images(self, query: str, k: int, clip_weight: float = 0.3) -> list[tuple[CorpusImage, float]]:
@@ -326,7 +327,7 @@ class CorpusIndex:
         if embeddings is not None:
             sims = (self.embedder.embed_texts([query]) @ embeddings.T)[0]
             score = (1 - clip_weight) * bm25 + clip_weight * _normalise(sims)
-        order = np.argsort(-score, kind="stable")[:k]
+        order = top_k(score, k)
         if embeddings is not None:  # CLIP ranks every image; without it only caption matches count
             return [(self.corpus.images[i], float(score[i])) for i in order]
         return [(self.corpus.images[i], float(score[i])) for i in order if score[i] > 0]

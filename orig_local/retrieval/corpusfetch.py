@@ -15,9 +15,9 @@ class CorpusReader:
         self.corpora = corpora
         self.inner = inner
 
-    async def read(self, url: str) -> Page | FetchFailure:
+    async def read(self, url: str, query: str | None = None) -> Page | FetchFailure:
         if not url.startswith(DOC_URL):
-            return await self.inner.read(url)
+            return await self.inner.read(url, query=query)
         doc_id = url[len(DOC_URL):]
         for corpus in self.corpora:
             doc = corpus.doc(doc_id)

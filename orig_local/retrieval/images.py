@@ -17,7 +17,7 @@ import io
 import logging
 import time
 
-from orig_local.imagehash import dhash64, hamming
+from orig_local.imagehash import Fingerprint, dhash64, fingerprint, same_picture
 from orig_local.retrieval.base import FetchedImage, FetchFailure
 from orig_local.retrieval.config import FetchConfig
 from orig_local.retrieval.httpfetch import HttpSession
@@ -170,8 +170,9 @@ def _to_rgb(im):
 
 
 class Deduplicator:
-    """Drops exact (sha256) and near (dHash within ``max_distance`` bits) duplicates of images
-    seen since the last :meth:`reset`. Semantic near-duplicates are the CLIP dedup's job."""
+    """Drops exact (sha256) and near (guarded dHash within ``max_distance`` bits:
+    :func:`~orig_local.imagehash.same_picture`) duplicates of images seen since the last
+    :meth:`reset`. Semantic near-duplicates are the CLIP dedup's job."""
 
     def __init__(self, max_distance: int = 6):
         self.max_distance = max_distance
@@ -179,22 +180,23 @@ class Deduplicator:
 
     def reset(self) -> None:
         self._sha: dict[str, str] = {}
-        self._dhash: list[tuple[int, str]] = []
+        self._seen: list[tuple[Fingerprint, str]] = []
 
     def check(self, image: FetchedImage) -> FetchFailure | None:
         if image.bytes_sha256 in self._sha:
             return FetchFailure(url=image.url, kind="duplicate", detail=f"same bytes as {self._sha[image.bytes_sha256]}")
-        if image.dhash is not None:
-            for other, other_url in self._dhash:
-                if hamming(image.dhash, other) <= self.max_distance:
-                    return FetchFailure(url=image.url, kind="duplicate",
-                                        detail=f"near-duplicate of {other_url} (dHash {hamming(image.dhash, other)} bits)")
+        if image.dhash is not None and image.image is not None:
+            fp = fingerprint(image.image, image.dhash)
+            for other, other_url in self._seen:
+                same, why = same_picture(fp, other, self.max_distance)
+                if same:
+                    return FetchFailure(url=image.url, kind="duplicate", detail=f"near-duplicate of {other_url} ({why})")
         return None
 
     def add(self, image: FetchedImage) -> None:
         self._sha[image.bytes_sha256] = image.url
-        if image.dhash is not None:
-            self._dhash.append((image.dhash, image.url))
+        if image.dhash is not None and image.image is not None:
+            self._seen.append((fingerprint(image.image, image.dhash), image.url))
 
 
 class WebImageFetcher:

@@ -1,6 +1,6 @@
 """A parse worker process: ``python -m orig_local.retrieval.parse_worker``.
 
-Reads framed requests ``(RawResponse, ReaderConfig)`` on stdin and writes framed results
+Reads framed requests ``(RawResponse, ReaderConfig, query)`` on stdin and writes framed results
 (``Page`` or ``FetchFailure``) on stdout; a frame is a 4-byte big-endian length and a pickle.
 Only the parent that started it talks to it (pickle is trusted here for that reason). Started
 and killed by :class:`orig_local.retrieval.reader.ParseWorkers`.
@@ -49,11 +49,11 @@ def main() -> None:
     write_frame(replies, "ready")
     while True:
         try:
-            raw, config = read_frame(requests)
+            raw, config, query = read_frame(requests)
         except EOFError:
             return
         try:
-            result = parse_response(raw, config)
+            result = parse_response(raw, config, query)
         except MemoryError:
             result = FetchFailure(url=raw.url, kind="too_large", detail="out of memory while parsing")
         write_frame(replies, result)

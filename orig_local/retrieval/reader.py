@@ -1,8 +1,16 @@
 """Page reader: the open replacement of the Jina Reader used in the paper.
 
 Fetch (bounded, guarded) -> check status and content type -> decode (byte-order mark, then the
-declared charset) -> main-content extraction to markdown (trafilatura) -> reject bot walls and
-near-empty pages -> cap the length. Returns :class:`Page` or :class:`FetchFailure`.
+declared charset) -> main-content extraction to plain text (trafilatura) -> reject bot walls and
+near-empty pages -> keep the best passages within the length cap. Returns :class:`Page` or
+:class:`FetchFailure`.
+
+Plain text, not markdown: trafilatura's markdown escapes ``_ < [ ~ *`` with backslashes and keeps
+``<u>`` tags (49 and 8 of 181 pages of a public article-extraction benchmark), which cost the
+whole F1 gap to plain trafilatura and reached the backbone as noise. Lines are paragraphs, list
+items (``- ``), table rows (``| ``) and headings. Over ``reader.max_chars`` the text keeps its
+lead and the passages that best match the search query (:mod:`orig_local.retrieval.passages`),
+not its head.
 
 :func:`extract_main_text` is the pure extraction step (HTML in, main text + metadata out); the
 extraction benchmark calls it directly.
@@ -60,6 +68,9 @@ BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
         (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 # C0 controls other than tab, newline and carriage return: never part of page text.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# MediaWiki's section "[edit]" links and numbered citation markers ("[2]") are not text; they
+# cost precision on wiki pages (the most common search results) and reach the backbone as noise.
+_WIKI_MARKERS = re.compile(r"\[(?:edit|\d{1,3})\]")
 TITLE_SCAN_CHARS = 50_000  # the <head> of real pages fits; a title further down is not one
 
 
@@ -70,10 +81,11 @@ def now_iso() -> str:
 def decode_html(body: bytes, header_charset: str | None) -> str:
     """Byte-order mark (UTF-8/16/32), then the header charset, then a ``<meta charset>`` in the
     first 4 KB, then UTF-8, then cp1252 (the usual mislabelled-Latin fallback); never fails.
-    The result holds no NUL or other C0 control characters (tab and newlines stay)."""
+    Control characters are left in: lxml drops them while parsing, and the reader removes any
+    from what it returns (title and text); a regex over the whole HTML cost ~0.36 ms a page."""
     for bom, name in BOMS:
         if body.startswith(bom):
-            return _clean(body[len(bom):].decode(name, errors="replace"))
+            return body[len(bom):].decode(name, errors="replace")
     candidates: list[str | None] = [header_charset]
     match = _META_CHARSET.search(body[:4096])
     if match:
@@ -86,10 +98,10 @@ def decode_html(body: bytes, header_charset: str | None) -> str:
             continue
         try:
             codecs.lookup(charset)
-            return _clean(body.decode(charset))
+            return body.decode(charset)
         except (LookupError, UnicodeDecodeError):
             continue
-    return _clean(body.decode("cp1252", errors="replace"))
+    return body.decode("cp1252", errors="replace")
 
 
 def _clean(text: str) -> str:
@@ -114,7 +126,7 @@ def page_title(html: str) -> str:
         m = pattern.search(head)
         if m:
             raw = next((g for g in m.groups() if g), "")
-            title = re.sub(r"\s+", " ", htmllib.unescape(raw)).strip()
+            title = re.sub(r"\s+", " ", _clean(htmllib.unescape(raw))).strip()
             if title:
                 return title
     return ""
@@ -123,8 +135,8 @@ def page_title(html: str) -> str:
 class Extractor:
     """trafilatura with its insecure-SSL fallback turned off (we never let it fetch, but a
     shared config must not carry the unsafe default). One ``extract`` call per page, without
-    metadata: trafilatura's metadata pass costs ~45 % more CPU and its markdown output then
-    starts with a YAML header (title, url, fingerprint ...) that is not page text."""
+    metadata: trafilatura's metadata pass costs ~45 % more CPU and adds a header (title, url,
+    fingerprint ...) that is not page text. Plain-text output (see the module doc)."""
 
     def __init__(self):
         from orig_local._lazy import require
@@ -140,11 +152,11 @@ class Extractor:
 
     def __call__(self, html: str, url: str | None, favor: str = "balanced") -> str:
         text = self.trafilatura.extract(
-            html, url=url, output_format="markdown", with_metadata=False, include_comments=False,
+            html, url=url, output_format="txt", with_metadata=False, include_comments=False,
             include_tables=True, include_links=False, include_images=False, config=self.config,
             favor_precision=favor == "precision", favor_recall=favor == "recall",
         )
-        return _clean(text or "").strip()
+        return _WIKI_MARKERS.sub("", _clean(text or "")).strip()
 
 
 _EXTRACTOR: list[Extractor] = []  # one per process, built on first use (imports trafilatura)
@@ -158,29 +170,28 @@ def _extractor() -> Extractor:
 
 def extract_main_text(html: str | bytes, url: str | None = None, charset: str | None = None,
                       favor: str = "balanced") -> tuple[str, dict[str, Any]]:
-    """Main content of an HTML page as markdown, and its metadata (``{"title": ...}``) apart.
+    """Main content of an HTML page as plain text, and its metadata (``{"title": ...}``) apart.
 
     Pure (no network, no state beyond a cached trafilatura config). ``html`` as bytes is
     decoded like a fetched page (BOM, ``charset``, ``<meta charset>``, UTF-8, cp1252).
     ``favor``: trafilatura's ``balanced`` default, or its ``precision`` / ``recall`` mode."""
     if isinstance(html, bytes):
         html = decode_html(html, charset)
-    else:
-        html = _clean(html)
     return _extractor()(html, url, favor), {"title": page_title(html)}
 
 
-def cap_text(text: str, max_chars: int) -> str:
-    """Cut at the last paragraph break before ``max_chars`` (or hard-cut if there is none)."""
-    if len(text) <= max_chars:
-        return text
-    cut = text.rfind("\n\n", 0, max_chars)
-    return text[: cut if cut > max_chars // 2 else max_chars].rstrip()
+def cap_text(text: str, max_chars: int, query: str | None = None, title: str | None = None) -> str:
+    """``text`` within ``max_chars``: its lead and best passages for ``query`` (else ``title``)
+    in document order, gaps marked ``[…]`` (:func:`orig_local.retrieval.passages.select_passages`)."""
+    from orig_local.retrieval.passages import select_passages
+
+    return select_passages(text, max_chars, query=query, title=title)
 
 
-def parse_response(raw: RawResponse, config: ReaderConfig) -> Page | FetchFailure:
+def parse_response(raw: RawResponse, config: ReaderConfig, query: str | None = None) -> Page | FetchFailure:
     """The CPU part (decode, extract, checks) of reading one fetched page. Pure; runs in a
-    parse worker, or inline when ``reader.parse_workers`` is 0."""
+    parse worker, or inline when ``reader.parse_workers`` is 0. ``query``: what the page was
+    searched for; a page over ``max_chars`` keeps the passages that best match it."""
     url = raw.url
     if raw.status >= 400:
         html = decode_html(raw.body, raw.charset) if raw.body else ""
@@ -192,7 +203,7 @@ def parse_response(raw: RawResponse, config: ReaderConfig) -> Page | FetchFailur
         return FetchFailure(url=url, kind="not_html", detail=raw.content_type)
     html = decode_html(raw.body, raw.charset)
     if raw.content_type in PLAIN_TYPES:
-        title, text = "", html.strip()
+        title, text = "", _clean(html).strip()
     else:
         try:
             text, meta = extract_main_text(html, raw.final_url, favor=config.favor)
@@ -208,7 +219,8 @@ def parse_response(raw: RawResponse, config: ReaderConfig) -> Page | FetchFailur
         return FetchFailure(url=url, kind="bot_wall", detail=repr(marker))
     if len(text) < config.min_chars:
         return FetchFailure(url=url, kind="empty", detail=f"{len(text)} chars of main text")
-    return Page(url=url, final_url=raw.final_url, title=title, text=cap_text(text, config.max_chars),
+    return Page(url=url, final_url=raw.final_url, title=title,
+                text=cap_text(text, config.max_chars, query=query, title=title),
                 fetched_at=now_iso(), status=raw.status)
 
 
@@ -233,12 +245,12 @@ class _Worker:
             stdout=subprocess.PIPE, env=env, close_fds=True)
         self.ready = False
 
-    def call(self, raw: RawResponse, config: ReaderConfig) -> Page | FetchFailure:
+    def call(self, raw: RawResponse, config: ReaderConfig, query: str | None = None) -> Page | FetchFailure:
         from orig_local.retrieval.parse_worker import read_frame, write_frame
 
         self.wait_ready()
         assert self.process.stdin is not None and self.process.stdout is not None  # both are PIPEs
-        write_frame(self.process.stdin, (raw, config))
+        write_frame(self.process.stdin, (raw, config, query))
         return read_frame(self.process.stdout)
 
     def wait_ready(self) -> None:
@@ -336,7 +348,8 @@ class ParseWorkers:
                 self._all.append(replacement)
                 self._idle.append(replacement)
 
-    async def run(self, raw: RawResponse, config: ReaderConfig, deadline: float) -> Page | FetchFailure:
+    async def run(self, raw: RawResponse, config: ReaderConfig, deadline: float,
+                  query: str | None = None) -> Page | FetchFailure:
         # a thread-level slot, polled: an asyncio semaphore would tie the pool to one loop, and a
         # blocking acquire in a thread could not be abandoned at the deadline without leaking it
         while not self._free.acquire(blocking=False):
@@ -347,7 +360,7 @@ class ParseWorkers:
             worker = self._take_idle()
             if worker is None:
                 worker = await asyncio.to_thread(self._take)  # a start blocks
-            task = asyncio.ensure_future(asyncio.to_thread(worker.call, raw, config))
+            task = asyncio.ensure_future(asyncio.to_thread(worker.call, raw, config, query))
             try:
                 result = await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
@@ -375,7 +388,7 @@ class ParseWorkers:
 
 
 class WebPageReader:
-    """Reads web pages to markdown. ``session`` is shared with the image fetcher.
+    """Reads web pages to plain main text. ``session`` is shared with the image fetcher.
 
     ``config.timeout_s`` bounds the whole read: fetching, decoding and parsing. A page whose
     parse has not finished by then ends as ``FetchFailure(kind="timeout")``; the reader waits at
@@ -397,7 +410,9 @@ class WebPageReader:
             workers = ParseWorkers(size) if size > 0 else None
         self.workers = workers
 
-    async def read(self, url: str) -> Page | FetchFailure:
+    async def read(self, url: str, query: str | None = None) -> Page | FetchFailure:
+        """The page's main text; ``query`` (what it was searched for) picks the passages kept
+        when the text is longer than ``max_chars``."""
         cfg = self.config
         deadline = time.monotonic() + cfg.timeout_s
         raw = await self.session.get(url, max_bytes=cfg.max_bytes, max_redirects=cfg.max_redirects,
@@ -406,9 +421,9 @@ class WebPageReader:
             return raw
         parse_deadline = max(deadline, time.monotonic() + self.PARSE_GRACE_S)
         if self.workers is None:  # inline: bounded only by the page size cap
-            return await asyncio.to_thread(self.parse, raw)
+            return await asyncio.to_thread(self.parse, raw, query)
         try:
-            return await self.workers.run(raw, cfg, parse_deadline)
+            return await self.workers.run(raw, cfg, parse_deadline, query)
         except ParseTimeout:
             return FetchFailure(url=url, kind="timeout",
                                 detail=f"parsing did not finish within the {cfg.timeout_s:g} s deadline")
@@ -418,9 +433,9 @@ class WebPageReader:
         """The in-process extractor that :meth:`parse` uses (first access imports trafilatura)."""
         return _extractor()
 
-    def parse(self, raw: RawResponse) -> Page | FetchFailure:
+    def parse(self, raw: RawResponse, query: str | None = None) -> Page | FetchFailure:
         """The CPU part in this process; public so benchmarks can time it alone."""
-        return parse_response(raw, self.config)
+        return parse_response(raw, self.config, query)
 
     async def aclose(self) -> None:
         if self.workers is not None and self._owns_workers:

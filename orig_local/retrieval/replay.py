@@ -12,8 +12,8 @@ class ReplayReader:
     def __init__(self, store: EvidenceStore):
         self.store = store
 
-    async def read(self, url: str) -> Page | FetchFailure:
-        return self.store.page(url)
+    async def read(self, url: str, query: str | None = None) -> Page | FetchFailure:
+        return self.store.page(url)  # the text as recorded (its passages were chosen then)
 
 
 class ReplayFetcher:

@@ -137,8 +137,9 @@ class Retriever:
         return outcome
 
     # ------------------------------------------------------------------ pages
-    async def read_page(self, url: str) -> Page | FetchFailure:
-        result = await self.reader.read(url)
+    async def read_page(self, url: str, query: str | None = None) -> Page | FetchFailure:
+        """``query``: what the page was searched for (picks the passages of a long page)."""
+        result = await self.reader.read(url, query=query)
         if self.store is not None:
             self.store.record_page(url, result)
         return result

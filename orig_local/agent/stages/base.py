@@ -38,7 +38,7 @@ class RetrieverLike(Protocol):
 
     async def search_images(self, query: str, k: int = 10) -> Any: ...  # SearchOutcome
 
-    async def read_page(self, url: str) -> Any: ...  # Page | FetchFailure
+    async def read_page(self, url: str, query: str | None = None) -> Any: ...  # Page | FetchFailure
 
     # dedup=False: skip the retriever's shared duplicate check (the agent's is per run)
     async def fetch_image(self, url: str, page_url: str | None = None, *, dedup: bool = True) -> Any: ...
@@ -67,7 +67,7 @@ class StageContext:
     round: int = 0
     read_urls: set[str] = field(default_factory=set)  # pages read in this run (never twice)
     asked_queries: set[str] = field(default_factory=set)  # queries already searched in this run
-    seen_images: dict[str, int | None] = field(default_factory=dict)  # bytes_sha256 -> dHash, this run
+    seen_images: dict[str, Any] = field(default_factory=dict)  # bytes_sha256 -> imagehash.Fingerprint, this run
     search_failures: int = 0  # searches that failed outright (no hits, failures reported)
     searches: int = 0
     budget: Budget = field(default_factory=lambda: Budget(EstimatedTokens()))

@@ -22,11 +22,8 @@ from pydantic import BaseModel, Field
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.trace import Stage, StageRecord
 from orig_local.agent.untrusted import delimit
+from orig_local.imagehash import fingerprint
 from orig_local.retrieval.base import FetchFailure, SearchError
-
-# Paper-free safety margin: two images whose 64-bit dHash differ in <= 6 bits are the same
-# picture recompressed or resized (see notes/offline-models.md).
-DHASH_MAX_DISTANCE = 6
 
 
 class PageSelection(BaseModel):
@@ -156,7 +153,7 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
                           started_s=ctx.trace.elapsed(), output={"url": hit.url})
         start = time.perf_counter()
         assert ctx.retriever is not None
-        page = await ctx.retriever.read_page(hit.url)
+        page = await ctx.retriever.read_page(hit.url, query=query)  # a long page keeps what matches
         rec.latency_s = time.perf_counter() - start
         ctx.trace.add(rec)
         if isinstance(page, FetchFailure):
@@ -174,22 +171,35 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
     return [p for p in pages if p is not None], failed
 
 
-def _dhash(image: Any) -> int:
-    from orig_local.imagehash import dhash64
+def dhash_max_distance(ctx: StageContext) -> int:
+    """``retrieval.fetch.dhash_max_distance``: the retriever's fetch config carries it (one
+    setting for the retriever, this check and the deduper); its default for other retrievers."""
+    from orig_local.retrieval.config import FetchConfig
 
-    return dhash64(image)
+    fetch = getattr(ctx.retriever, "fetch_config", None)
+    return fetch.dhash_max_distance if isinstance(fetch, FetchConfig) else FetchConfig().dhash_max_distance
 
 
-def _duplicate_reason(ctx: StageContext, bytes_sha256: str, dhash: int | None) -> str | None:
+def _duplicate_reason(ctx: StageContext, bytes_sha256: str, fp: Any) -> str | None:
     """Fetch-time duplicate check against every image fetched in this run: the same bytes
-    (sha256) or the same picture resized/recompressed (dHash within DHASH_MAX_DISTANCE bits)."""
+    (sha256), or the same picture resized/recompressed (guarded dHash,
+    :func:`~orig_local.imagehash.same_picture`) that is no better resolved than the copy
+    already here. An equally or better resolved copy is kept when a deduper follows: it picks
+    the best copy of the group with both pictures in hand (arrival order must not decide)."""
+    from orig_local.imagehash import SAME_RESOLUTION, same_picture
+
     if bytes_sha256 in ctx.seen_images:
         return "exact copy (same bytes, sha256) of an image fetched in this run"
-    if dhash is None:
-        return None
-    for d in ctx.seen_images.values():
-        if d is not None and bin(d ^ dhash).count("1") <= DHASH_MAX_DISTANCE:
-            return f"perceptual copy (dHash {bin(d ^ dhash).count('1')} bits) of an image fetched in this run"
+    max_bits = dhash_max_distance(ctx)
+    for seen in ctx.seen_images.values():
+        if seen is None:
+            continue
+        same, why = same_picture(fp, seen, max_bits)
+        if not same:
+            continue
+        if ctx.dedup is not None and fp.width * fp.height >= SAME_RESOLUTION * seen.width * seen.height:
+            continue  # possibly the better copy: the deduper decides
+        return f"perceptual copy ({why}) of an image fetched in this run, no better resolved"
     return None
 
 
@@ -213,16 +223,22 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
         results = await asyncio.gather(*(retriever.fetch_image(h.image_url, page_url=h.page_url, dedup=False)
                                          for h in wave))
         rec.image_fetches += len(wave)
+        # hashing pictures off the event loop (PIL releases the GIL): the other prompts in flight
+        # keep running meanwhile
+        fps = await asyncio.gather(*(asyncio.to_thread(fingerprint, res.image, getattr(res, "dhash", None))
+                                     for res in results if not isinstance(res, FetchFailure)))
+        fp_iter = iter(fps)
         for hit, res in zip(wave, results, strict=True):  # rank order
             if isinstance(res, FetchFailure):
                 rec.failures.append(failure_dict(res))
                 continue
-            dhash = res.dhash if res.dhash is not None else _dhash(res.image)  # any retriever
-            why = _duplicate_reason(ctx, res.bytes_sha256, dhash)
+            fp = next(fp_iter)
+            dhash = fp.dhash
+            why = _duplicate_reason(ctx, res.bytes_sha256, fp)
             if why is not None:
                 rec.failures.append({"url": hit.image_url, "kind": "duplicate", "detail": why})
                 continue
-            ctx.seen_images[res.bytes_sha256] = dhash
+            ctx.seen_images[res.bytes_sha256] = fp
             kept.append(RetrievedImage(
                 image=res.image, bytes_sha256=res.bytes_sha256, url=res.url or hit.image_url,
                 page_url=res.page_url or hit.page_url, title=hit.title, query=query,
