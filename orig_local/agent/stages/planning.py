@@ -24,10 +24,12 @@ class SubQuestion(BaseModel):
 
 
 class Plan(BaseModel):
-    analysis: str = Field("", description="what the prompt needs that the knowledge does not cover yet")
-    sub_questions: list[SubQuestion] = Field(default_factory=list, max_length=8)
-    text_queries: list[str] = Field(default_factory=list, max_length=5)
-    image_queries: list[str] = Field(default_factory=list, max_length=5)
+    # Every field required: ``{}`` is not a plan (it would stop the loop as "no new evidence"
+    # and pass as success). An explicit empty query list still means "nothing left to search".
+    analysis: str = Field(description="what the prompt needs that the knowledge does not cover yet")
+    sub_questions: list[SubQuestion] = Field(max_length=8)
+    text_queries: list[str] = Field(max_length=5)
+    image_queries: list[str] = Field(max_length=5)
 
 
 class PlanningResult(BaseModel):
