@@ -83,6 +83,7 @@ def server():
 @pytest.fixture(scope="module")
 def parse_pool():
     pool = ParseWorkers(2)
+    pool.warm()  # a cold start (importing trafilatura, 1-2 s on a loaded machine) is no page's deadline
     yield pool
     pool.close()
 

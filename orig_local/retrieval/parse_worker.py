@@ -8,6 +8,7 @@ and killed by :class:`orig_local.retrieval.reader.ParseWorkers`.
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import sys
@@ -40,6 +41,18 @@ def _read_exactly(stream: IO[bytes], n: int) -> bytes:
 
 
 def main() -> None:
+    try:
+        _serve()
+    except (BrokenPipeError, EOFError, KeyboardInterrupt):
+        # the pool closed (or killed its pipes) while this worker started or answered: a quiet
+        # exit, not a traceback on the user's terminal. stdout goes to devnull so the
+        # interpreter's final flush of the dead pipe does not print one either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        sys.exit(0)
+
+
+def _serve() -> None:
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing a library prints may corrupt the reply stream
     from orig_local.retrieval.base import FetchFailure

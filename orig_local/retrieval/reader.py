@@ -82,14 +82,29 @@ def decode_html(body: bytes, header_charset: str | None) -> str:
         candidates.append("utf-8" if meta.startswith(("utf-16", "utf-32")) else meta)
     candidates.append("utf-8")
     for charset in candidates:
-        if not charset:
+        if not charset or not _web_charset(charset):
             continue
         try:
-            codecs.lookup(charset)
             return _clean(body.decode(charset))
-        except (LookupError, UnicodeDecodeError):
+        except (LookupError, ValueError):  # UnicodeDecodeError, and UnicodeError of idna-like codecs
             continue
     return _clean(body.decode("cp1252", errors="replace"))
+
+
+# Python codecs that decode bytes to text but are no page encoding: ``punycode`` and ``idna`` are
+# for host names (punycode decoding is quadratic: 6 s of CPU for 400 KB, and it raises plain
+# UnicodeError), the escape codecs and ``undefined`` are Python-only. A page declaring one is
+# read as if it declared nothing (the HTML spec ignores labels it does not know).
+_NOT_WEB_CHARSETS = frozenset({"punycode", "idna", "undefined", "unicode-escape", "raw-unicode-escape",
+                               "unicode_escape", "raw_unicode_escape", "utf-7"})
+
+
+def _web_charset(charset: str) -> bool:
+    try:
+        info = codecs.lookup(charset)
+    except (LookupError, ValueError):
+        return False
+    return getattr(info, "_is_text_encoding", True) and info.name not in _NOT_WEB_CHARSETS
 
 
 def _clean(text: str) -> str:
@@ -180,7 +195,19 @@ def cap_text(text: str, max_chars: int) -> str:
 
 def parse_response(raw: RawResponse, config: ReaderConfig) -> Page | FetchFailure:
     """The CPU part (decode, extract, checks) of reading one fetched page. Pure; runs in a
-    parse worker, or inline when ``reader.parse_workers`` is 0."""
+    parse worker, or inline when ``reader.parse_workers`` is 0. Never raises for what a page
+    contains: any error becomes that page's typed failure (an uncaught one would kill the
+    worker, or leave ``read()`` with parse_workers=0)."""
+    try:
+        return _parse_response(raw, config)
+    except MemoryError:
+        return FetchFailure(url=raw.url, kind="too_large", detail="out of memory while parsing")
+    except Exception as exc:  # noqa: BLE001 - hostile bytes must end as this page's failure
+        log.warning("parsing failed for %s", raw.url, exc_info=True)
+        return FetchFailure(url=raw.url, kind="decode_error", detail=f"parse: {type(exc).__name__}: {exc}"[:300])
+
+
+def _parse_response(raw: RawResponse, config: ReaderConfig) -> Page | FetchFailure:
     url = raw.url
     if raw.status >= 400:
         html = decode_html(raw.body, raw.charset) if raw.body else ""
