@@ -53,7 +53,8 @@ async def plan_queries(ctx: StageContext, missing: list[str]) -> PlanningResult:
             "image_knowledge": ctx.knowledge.render_images(),
             # the gaps were written by the backbone from retrieved evidence: data, not orders
             "missing": "\n".join(delimit(f"M{i}", m) for i, m in enumerate(missing, 1)),
-            "previous_queries": sorted(ctx.asked_queries),
+            # queries were written from web evidence: data blocks like the evidence itself
+            "previous_queries": [delimit(f"S{i}", q) for i, q in enumerate(sorted(ctx.asked_queries), 1)],
         },
         fit=[("knowledge", ctx.knowledge_filler("planning"))],
         evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in ctx.knowledge.images],
