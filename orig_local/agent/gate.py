@@ -24,6 +24,7 @@ not match: the verbs must address a reader and the nouns be the model's own inst
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
@@ -38,6 +39,8 @@ _CONFUSABLES = str.maketrans({
     "τ": "t", "υ": "u", "χ": "x", "γ": "y", "η": "n", "μ": "u", "ѵ": "v", "һ": "h", "ԍ": "g", "ɩ": "i",
     "ı": "i", "ł": "l",
 })
+_INVISIBLE = frozenset({"Cf", "Cc", "Co", "Cs", "Mn"})
+_SEPARATORS = re.compile(r"[_\-+]+")
 _MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~\"'/:=])")
 _SPACES = re.compile(r"\s+")
 
@@ -50,7 +53,8 @@ _TARGET = (r"(?:instructions?|prompts?|rules|guidelines|directives?|orders|comma
            r"(?:the )?(?:above|previous|prior|earlier|preceding)(?: text| content| messages?)?|"
            r"everything(?: (?:above|before|else))?|all (?:of )?(?:that|this|the above))")
 _PATTERNS_EN = [
-    rf"(?:^|[\s\"'(\[<#*>|-]){_ROLE}\s*(?:prompt|message|note|override)?\s*[:>\]]",  # role labels
+    # role labels, where a turn would start (not "Operating system: Linux" inside a sentence)
+    rf"(?:^|[\"'(\[<#*>|.!?;]\s*){_ROLE}\s*(?:prompt|message|note|override)?\s*[:>\]]",
     rf"\[\s*/?\s*(?:{_ROLE}|inst)\s*\]|<<\s*/?\s*sys\s*>>|<\|[a-z_ ]+\|>|#{{2,}}\s*(?:instruction|system|response)",
     rf"\b(?:ignore|disregard|forget|override|bypass|neglect|stop following)\b"
     rf"[^.!?\n]{{0,60}}\b{_TARGET}",
@@ -69,7 +73,7 @@ _PATTERNS_EN = [
     r"(?:page|text|content|document|site|article|website|data|image|file)s?\b",
     r"\b(?:output|respond|reply|answer|return|print|write|repeat)\b"
     r"[^.!?\n]{0,30}\b(?:only|exactly|verbatim|with the prompt|the (?:following|prompt|text|word|phrase))\b",
-    r"\b(?:system|hidden|secret|original|initial)\s+prompt\b",
+    r"\b(?:system|hidden|secret|original|initial)\s+prompt\b|\b(?:final|new|real)\s+prompt\s*(?:is|:|=)",
     r"\b(?:jailbreak|developer mode|dan mode|prompt injection)\b",
     r"\b(?:instead|rather),?\s+(?:output|write|say|print|respond|reply|generate|draw|return)\b",
     r"\b(?:change|replace|set)\s+(?:the|your)\s+(?:final\s+)?(?:prompt|answer|output|reply|decision)\b",
@@ -134,7 +138,8 @@ _ANCHORS_OTHER = [
 ]
 _RULES = [(anchors, re.compile(p, re.I | re.M))
           for anchors, p in zip(_ANCHORS_EN + _ANCHORS_OTHER, _PATTERNS_EN + _PATTERNS_OTHER, strict=True)]
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
+# sentence ends: ASCII (before a space), ideographic and full-width (also without one)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？．｡])\s*|\n+")
 
 
 def normalise(text: str) -> tuple[str, str]:
@@ -143,26 +148,28 @@ def normalise(text: str) -> tuple[str, str]:
     look-alike letters to Latin."""
     if "%" in text:  # a file name or URL path carries its words percent-encoded
         text = unquote(text)
-    for _ in range(2):
-        text = html.unescape(text)
-    text = _MD_ESCAPE.sub(r"\1", text)
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cc", "Co", "Cs", "Mn")
-                   or ch in "\n\t")
+    if "&" in text:
+        text = html.unescape(html.unescape(text))
+    if "\\" in text:
+        text = _MD_ESCAPE.sub(r"\1", text)
+    if not text.isascii():  # most page text is ASCII: the per-character pass only when needed
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE or ch in "\n\t")
     plain = _SPACES.sub(" ", text.casefold()).strip()
-    return plain, plain.translate(_CONFUSABLES)
+    return plain, (plain.translate(_CONFUSABLES) if not plain.isascii() else plain)
 
 
+@functools.lru_cache(maxsize=8192)  # the same facts are checked by several stages of a run
 def is_instruction(text: str) -> bool:
     """True if ``text`` (a sentence, a title, a file name) addresses the model instead of
     describing something, in any of the forms above."""
     if not text or not text.strip():
         return False
     plain, skeleton = normalise(text)
-    # a file name or slug ("ignore_all_previous-instructions.png") reads as words
-    spaced = re.sub(r"[_\-+]+|%20", " ", skeleton)
-    return any(rx.search(form) for form in {plain, skeleton, spaced} for anchors, rx in _RULES
-               if any(a in form for a in anchors))
+    forms = {plain, skeleton}
+    if _SEPARATORS.search(skeleton):  # a file name or slug ("ignore_all_previous-instructions.png")
+        forms.add(_SEPARATORS.sub(" ", skeleton))
+    return any(rx.search(form) for form in forms for anchors, rx in _RULES if any(a in form for a in anchors))
 
 
 def drop_flagged(text: str, keep: frozenset[str] = frozenset()) -> tuple[str, list[str]]:

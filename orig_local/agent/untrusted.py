@@ -23,13 +23,17 @@ _BLOCK = re.compile(r"<data id=\"[^\"]*\">.*?</data>", re.S)
 _LT = r"(?:<|＜|﹤|〈|⟨|‹|&lt;?|&#0*60;?|&#x0*3c;?|\\<)"
 _SLASH = r"(?:/|／|⁄|∕|&#0*47;?|&#x0*2f;?|&sol;|\\/)"
 _D, _A, _T = "[dDｄＤԁ]", "[aAａＡаАα]", "[tTｔＴтТτ]"
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _TAG_LIKE = re.compile(rf"{_LT}\s*(?:{_SLASH}\s*)?{_D}\s*{_A}\s*{_T}\s*{_A}(?![A-Za-z])", re.I)
-
 
 
 def sanitize(text: str) -> str:
     """Control characters (except newline and tab) and Unicode format characters (bidi
     overrides, zero-width marks, BOM) removed; ``<data``/``</data`` neutralised."""
+    if text.isascii():  # the common case, without the per-character pass
+        text = _ASCII_CONTROL.sub("", text)
+        # every ASCII spelling of a tag starts with "<", "&" (an entity) or "\\" (an escape)
+        return _TAG_LIKE.sub("data", text) if ("<" in text or "&" in text or "\\" in text) else text
     out = []
     for ch in text:
         if ch in "\n\t":
