@@ -86,6 +86,7 @@ def server():
 @pytest.fixture(scope="module")
 def parse_pool():
     pool = ParseWorkers(2)
+    pool.warm()  # a cold start (importing trafilatura, 1-2 s on a loaded machine) is no page's deadline
     yield pool
     pool.close()
 
@@ -410,11 +411,13 @@ async def test_concurrent_decodes_stay_within_the_memory_budget(monkeypatch):
 
     monkeypatch.setattr(images, "decode_image", counting)
     data = image_bytes(1000, 1000, pattern=1)  # 1 MP RGB: ~9 MB estimated with copies
-    one_at_a_time = ImageDecoder(FetchConfig(decode_memory_mb=12))
+    # decode_workers=0: decodes in threads of this process, where the counting stand-in sees them
+    # (admission is the same code either way; the worker path is tested in test_image_decode_budget)
+    one_at_a_time = ImageDecoder(FetchConfig(decode_memory_mb=12, decode_workers=0))
     results = await asyncio.gather(*(one_at_a_time.decode(data, f"u{i}") for i in range(4)))
     assert all(isinstance(r, FetchedImage) for r in results) and peak == 1
     peak = 0
-    roomy = ImageDecoder(FetchConfig(decode_memory_mb=100))
+    roomy = ImageDecoder(FetchConfig(decode_memory_mb=100, decode_workers=0))
     await asyncio.gather(*(roomy.decode(data, f"u{i}") for i in range(4)))
     assert peak > 1 and roomy.in_use == 0 and one_at_a_time.in_use == 0
 

@@ -125,6 +125,7 @@ def fetch_config(**kw) -> FetchConfig:
 def parse_pool():
     """One pool of parse processes for the module (each start imports trafilatura)."""
     pool = ParseWorkers(2)
+    pool.warm()  # a cold start (importing trafilatura, 1-2 s on a loaded machine) is no page's deadline
     yield pool
     pool.close()
 

@@ -285,3 +285,22 @@ def test_missing_api_key_variable_is_a_one_line_error(capsys, monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     assert main(["serve", "--preset", "tiny-judge", "--api-key-env", "NO_SUCH_KEY_VAR", "--vllm-bin", "/bin/true"]) == 2
     assert "NO_SUCH_KEY_VAR" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spelling", [
+    ["--api_key", "k"], ["--api-key=k"], ["--api_key=k"], ["--api-ke", "k"], ["--api-k", "k"], ["--api_k=k"],
+    ["--port=9001"], ["--po", "9001"], ["--ho", "0.0.0.0"], ["--rev", "abc"], ["--revision=abc"],
+])
+def test_every_spelling_vllm_accepts_for_an_own_flag_is_refused(capsys, spelling):
+    """vLLM's parser reads ``--api_key``, ``--api-key=k`` and any unambiguous prefix as
+    ``--api-key``: each would put the key on vLLM's command line (and in ps/log)."""
+    assert main(["serve", "--preset", "qwen2.5-vl-7b", "--dry-run", "--", "--enforce-eager", *spelling]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "orig serve:" in err and "before `--`" in err
+
+
+@pytest.mark.parametrize("flag", ["--api-server-count", "--max-num-seqs", "--hf-overrides", "--port-offset-x"])
+def test_other_vllm_flags_are_not_taken_for_own_flags(flag):
+    from orig_local.cli.serve import own_flag
+
+    assert own_flag(flag) is None and own_flag(flag + "=1") is None and own_flag("--") is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from orig_local.agent.text import has_content
 from orig_local.conditions import condition
 from orig_local.llm.base import is_transport_error
 
@@ -21,7 +22,7 @@ def assess(result: AgentResult) -> AgentResult:
     """Set ``status``/``failure``/``transport_failure`` from the run's error, stop reason and trace.
 
     failed: the run was cut short; a backbone request got no reply for a transport/server reason
-    (connection refused, timeout, HTTP error); the loop stopped with ``error``; the only backbone
+    (connection refused, timeout, HTTP error); P̂ is empty or content-free; the loop stopped with ``error``; the only backbone
     stage of prompt_enhanced failed; or the generator raised. degraded: other stage errors
     (invalid replies, failed searches/reads) or every search failed, but the run went on."""
     errors = [r for r in result.trace.records if r.error]
@@ -36,6 +37,8 @@ def assess(result: AgentResult) -> AgentResult:
     failure: str | None = None
     if result.error:
         status, failure = "failed", result.error
+    elif not has_content(result.final_prompt):
+        status, failure = "failed", "the final prompt is empty or has no words: nothing to generate from"
     elif transport:
         status, failure = "failed", f"backbone request failed ({first(transport)})"
     elif result.stop_reason == "error":

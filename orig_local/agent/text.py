@@ -44,6 +44,14 @@ def limit_words(text: str, max_words: int) -> tuple[str, int]:
     return cut.strip(), len(words)
 
 
+_CONTENT = re.compile(r"[^\W_]")
+
+
+def has_content(text: str) -> bool:
+    """At least one letter or digit: a prompt of only punctuation/markup says nothing."""
+    return bool(_CONTENT.search(text or ""))
+
+
 def word_count(text: str) -> int:
     return len(text.split())
 

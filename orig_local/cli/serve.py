@@ -51,6 +51,18 @@ def _fail(message: str) -> int:
     return 2
 
 
+def own_flag(arg: str) -> str | None:
+    """The flag of :data:`OWN_FLAGS` that vLLM's parser would read ``arg`` as, else None.
+
+    vLLM's ``FlexibleArgumentParser`` turns ``_`` into ``-`` in a flag's name (``--api_key``)
+    and, being argparse, accepts ``--flag=value`` and any unambiguous prefix (``--api-k``); a
+    prefix that is ambiguous makes vLLM exit, so refusing it here loses nothing."""
+    if not arg.startswith("--") or len(arg) <= 2:
+        return None
+    name = "--" + arg[2:].split("=", 1)[0].replace("_", "-")
+    return next((f for f in OWN_FLAGS if f.startswith(name)), None)
+
+
 def _last_value(args: list[str], flag: str) -> str | None:
     """The value vLLM will use for ``flag`` in ``args`` (its parser keeps the last one)."""
     value = None
@@ -70,7 +82,7 @@ def run(args) -> int:
     if not args.preset and not args.model:
         return _fail("name what to serve: --preset <preset> (see `orig models`) or --model <hub id>")
     for arg in args.vllm_args:
-        own = next((f for f in OWN_FLAGS if arg == f or arg.startswith(f + "=")), None)
+        own = own_flag(arg)
         if own:
             return _fail(f"give {own} to orig serve itself (before `--`), not to vLLM: "
                          "orig serve needs it to check readiness and print the URL")

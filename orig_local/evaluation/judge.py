@@ -96,8 +96,12 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def strict_json(text: str) -> Any:
     """``json.loads`` that refuses duplicate object keys (``{"answer": true, "answer": false}``
-    would otherwise keep the last). Raises ``ValueError``."""
-    return json.loads(text, object_pairs_hook=_no_duplicates)
+    would otherwise keep the last). Raises ``ValueError``, also for nesting too deep for the
+    parser (``[[[[...``), which is one unparseable reply, not a crash of the whole item."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
 
 
 def _unfence(body: str) -> str:

@@ -212,7 +212,8 @@ def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts
         if name == "PageSelection":
             return json.dumps({"reason": "most specific", "chosen": [1, 2]})
         if name == "Plan":
-            searched = {q.strip().lower() for q in _after(text, "Already searched: ").split("\n")[0].split(";")}
+            searched_line = _after(text, "Already searched: ").split("\n")[0]
+            searched = {q.strip().lower() for _, q in _blocks(searched_line)}
             options = [prompt + s for s in ("", " details", " appearance", " colours", " history", " shape")]
             fresh = [q for q in options if q.lower() not in searched]
             tq, iq = fresh[:1], fresh[1:2] if image_queries else []

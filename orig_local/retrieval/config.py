@@ -54,6 +54,12 @@ class FetchConfig(StrictModel):
     # decoding scale). 16 MP x 4 bytes x 3 copies bounds one decode to ~200 MB.
     max_pixels: int = 16_000_000
     decode_memory_mb: int = 256  # estimated memory of all image decodes in flight at once
+    # Processes that decode images, so a decode past the deadline is killed (a thread cannot
+    # be stopped); None: min(2, cores); 0: decode in a thread of this process, no deadline.
+    decode_workers: int | None = Field(None, ge=0)
+    # A JPEG with more scans than this is refused: each scan is another pass over the whole
+    # image (a real progressive JPEG has about 10; 2,000 repeated scans took 135 s to decode).
+    max_jpeg_scans: int = Field(64, ge=1)
     max_side: int = 1024  # downscale so the longest side is at most this
     min_side: int = 64  # icons, spacers and tracking pixels are refused (too_small)
     dhash_max_distance: int = 6  # 64-bit dHash; <= 6-8 bits apart = resized/recompressed copy

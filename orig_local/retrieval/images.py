@@ -4,9 +4,18 @@ pixel cap -> EXIF transpose, RGB, downscale -> content hash + dHash -> duplicate
 Memory is bounded twice. Per decode: the header's size is read before any pixel is decoded;
 JPEGs are decoded at a reduced scale (``draft``) and the cap applies to the pixels actually
 decoded (``fetch.max_pixels``), so a near-cap image costs at most ~``max_pixels`` x 4 bytes x a
-few copies. Across decodes: an :class:`ImageDecoder` admits a decode only while the estimated
-memory of all decodes in flight stays within ``fetch.decode_memory_mb``; the others wait
-(within the fetch deadline). Pillow's own global ``MAX_IMAGE_PIXELS`` is left alone.
+few copies. A progressive or multi-scan JPEG costs more: libjpeg keeps a coefficient buffer for
+the *full declared* size whatever the reduced scale (a 1.3 KB progressive JPEG declaring
+13000x13000 took 1 GB), so its estimate includes that buffer, and one whose estimate exceeds
+``fetch.decode_memory_mb`` is refused; a JPEG with more than ``fetch.max_jpeg_scans`` scans is
+refused (each scan is another pass over the image). Across decodes: an :class:`ImageDecoder`
+admits a decode only while the estimated memory of all decodes in flight stays within
+``fetch.decode_memory_mb``; the others wait (within the fetch deadline).
+
+Time is bounded by running each decode in a worker process (``parse_worker --images``) that is
+killed at the deadline, as page parsing is; the header planning runs in a thread, off the
+event loop (a PNG with thousands of text chunks takes a second to open). Pillow's own global
+``MAX_IMAGE_PIXELS`` is left alone.
 """
 
 from __future__ import annotations
@@ -15,12 +24,14 @@ import asyncio
 import hashlib
 import io
 import logging
+import os
 import time
 
 from orig_local.imagehash import Fingerprint, dhash64, fingerprint, same_picture
 from orig_local.retrieval.base import FetchedImage, FetchFailure
 from orig_local.retrieval.config import FetchConfig
 from orig_local.retrieval.httpfetch import HttpSession
+from orig_local.retrieval.reader import ParseTimeout, ParseWorkers
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +64,27 @@ _COPIES = 3
 _JPEG_MAX_REDUCTION = 64
 
 
+def jpeg_scans(data: bytes) -> int:
+    """Start-of-scan markers in a JPEG (0xFFDA; inside entropy-coded data a 0xFF byte is always
+    followed by 0x00, so every match is a real marker)."""
+    return data.count(b"\xff\xda")
+
+
+def coefficient_bytes(probe) -> int:
+    """What libjpeg holds for a progressive or multi-scan JPEG: one 16-bit coefficient per
+    sample of every component at its sampling factor, for the full declared size."""
+    w, h = probe.size
+    layers = getattr(probe, "layer", None) or [(0, 1, 1, 0)] * 3
+    hmax = max(layer[1] for layer in layers) or 1
+    vmax = max(layer[2] for layer in layers) or 1
+    total = 0
+    for _, hs, vs, _ in layers:
+        cw = -(-w * hs // hmax // 8) * 8  # whole 8x8 blocks
+        ch = -(-h * vs // vmax // 8) * 8
+        total += cw * ch * 2
+    return total
+
+
 def decode_plan(data: bytes, config: FetchConfig) -> tuple[int, int, int] | str:
     """``(width, height, estimated bytes)`` that decoding ``data`` will produce and cost, from the
     header alone; or a reason to refuse it (a bomb). Cheap: no pixel is decoded."""
@@ -61,14 +93,24 @@ def decode_plan(data: bytes, config: FetchConfig) -> tuple[int, int, int] | str:
     try:
         with Image.open(io.BytesIO(data)) as probe:
             w, h = probe.size
+            extra = 0
             if probe.format == "JPEG":
                 if w * h > config.max_pixels * _JPEG_MAX_REDUCTION:
                     return f"declares {w}x{h} pixels, too many even at 1/8 scale"
+                scans = jpeg_scans(data)
+                if scans > config.max_jpeg_scans:
+                    return f"{scans} JPEG scans > {config.max_jpeg_scans}"
+                if scans > 1 or probe.info.get("progressive") or probe.info.get("progression"):
+                    extra = coefficient_bytes(probe)
                 probe.draft("RGB", (config.max_side, config.max_side))
                 w, h = probe.size
             if w * h > config.max_pixels:
                 return f"declares {w}x{h} pixels > cap {config.max_pixels}"
-            return w, h, w * h * _MODE_BYTES.get(probe.mode, 4) * _COPIES
+            cost = w * h * _MODE_BYTES.get(probe.mode, 4) * _COPIES + extra
+            if cost > config.decode_memory_mb * 1_000_000:
+                return (f"decoding needs ~{cost / 1e6:.0f} MB (full-size coefficient buffers of a "
+                        f"progressive/multi-scan JPEG) > decode_memory_mb {config.decode_memory_mb}")
+            return w, h, cost
     except Exception:  # noqa: BLE001 - unreadable headers are decode_image's to report, typed
         return 0, 0, 0
 
@@ -111,15 +153,33 @@ def decode_image(data: bytes, url: str, config: FetchConfig, page_url: str | Non
 
 
 class ImageDecoder:
-    """Runs :func:`decode_image` in threads under a shared memory budget: a decode starts only
-    while the estimated bytes of all decodes in flight stay within ``decode_memory_mb`` (one
-    decode is always admitted when nothing else runs). Waiting is bounded by ``timeout_s``."""
+    """Runs :func:`decode_image` in worker processes under a shared memory budget and a
+    deadline: a decode starts only while the estimated bytes of all decodes in flight stay
+    within ``decode_memory_mb`` (one decode is always admitted when nothing else runs); waiting
+    and decoding together end at the deadline (the worker is killed), plus
+    ``DECODE_GRACE_S`` for a decode admitted at the last moment. ``fetch.decode_workers`` = 0
+    decodes in a thread instead (no deadline on the decode itself)."""
 
-    def __init__(self, config: FetchConfig):
+    DECODE_GRACE_S = 0.5
+
+    def __init__(self, config: FetchConfig, workers: ParseWorkers | None = None):
         self.config = config
         self.budget = config.decode_memory_mb * 1_000_000
         self.in_use = 0
         self._cond: tuple[object, asyncio.Condition] | None = None
+        self._owns_workers = workers is None
+        if workers is None and config.decode_workers != 0:
+            workers = ParseWorkers(config.decode_workers or min(2, os.cpu_count() or 1), images=True)
+        self.workers = workers
+
+    def prestart(self) -> None:
+        """Start a decode worker now, so its start-up overlaps the download."""
+        if self.workers is not None:
+            self.workers.prestart()
+
+    async def aclose(self) -> None:
+        if self.workers is not None and self._owns_workers:
+            await asyncio.to_thread(self.workers.close)
 
     def _condition(self) -> asyncio.Condition:
         loop = asyncio.get_running_loop()
@@ -129,15 +189,15 @@ class ImageDecoder:
 
     async def decode(self, data: bytes, url: str, page_url: str | None = None,
                      content_type: str = "", deadline: float | None = None) -> FetchedImage | FetchFailure:
-        """``deadline`` (``time.monotonic()``) bounds the wait for budget; default: ``timeout_s``
-        from now. The decode itself is bounded by the pixel cap (under a second at the cap)."""
-        plan = decode_plan(data, self.config)
+        """``deadline`` (``time.monotonic()``) bounds the wait for budget and the decode;
+        default: ``timeout_s`` from now."""
+        if deadline is None:
+            deadline = time.monotonic() + self.config.timeout_s
+        plan = await asyncio.to_thread(decode_plan, data, self.config)  # headers: off the loop
         if isinstance(plan, str):
             return FetchFailure(url=url, kind="bomb", detail=plan)
         need = min(plan[2], self.budget)
         cond = self._condition()
-        if deadline is None:
-            deadline = time.monotonic() + self.config.timeout_s
         async with cond:
             while self.in_use and self.in_use + need > self.budget:
                 left = deadline - time.monotonic()
@@ -149,7 +209,15 @@ class ImageDecoder:
                     return FetchFailure(url=url, kind="timeout", detail="waited too long for decode memory")
             self.in_use += need
         try:
-            return await asyncio.to_thread(decode_image, data, url, self.config, page_url, content_type)
+            if self.workers is None:
+                return await asyncio.to_thread(decode_image, data, url, self.config, page_url, content_type)
+            request = ("image", data, url, self.config, page_url, content_type)
+            try:
+                return await self.workers.submit(request, url, max(deadline, time.monotonic() + self.DECODE_GRACE_S),
+                                                 startup_s=ParseWorkers.STARTUP_S)
+            except ParseTimeout:
+                return FetchFailure(url=url, kind="timeout", detail=f"decoding did not finish within the "
+                                    f"{self.config.timeout_s:g} s deadline")
         finally:
             async with cond:
                 self.in_use -= need
@@ -212,6 +280,10 @@ class WebImageFetcher:
                      content_type: str = "") -> FetchedImage | FetchFailure:
         return await self.decoder.decode(data, url, page_url, content_type)
 
+    async def aclose(self) -> None:
+        """Stop the decode workers (the session is closed by whoever made it)."""
+        await self.decoder.aclose()
+
     async def fetch_bytes(self, url: str) -> tuple[bytes, str] | FetchFailure:
         cfg = self.config
         raw = await self.session.get(url, max_bytes=cfg.max_bytes, max_redirects=cfg.max_redirects,
@@ -228,7 +300,8 @@ class WebImageFetcher:
         return raw.body, ctype
 
     async def fetch(self, url: str, page_url: str | None = None) -> FetchedImage | FetchFailure:
-        deadline = time.monotonic() + self.config.timeout_s  # download and waiting for decode memory
+        deadline = time.monotonic() + self.config.timeout_s  # download, decode memory and decoding
+        self.decoder.prestart()
         got = await self.fetch_bytes(url)
         if isinstance(got, FetchFailure):
             return got

@@ -2,12 +2,16 @@
 
 Reads framed requests ``(RawResponse, ReaderConfig, query)`` on stdin and writes framed results
 (``Page`` or ``FetchFailure``) on stdout; a frame is a 4-byte big-endian length and a pickle.
+Started with ``--images`` it decodes images instead: requests ``("image", data, url,
+FetchConfig, page_url, content_type)``, results ``FetchedImage`` or ``FetchFailure`` (and it
+does not import trafilatura).
 Only the parent that started it talks to it (pickle is trusted here for that reason). Started
 and killed by :class:`orig_local.retrieval.reader.ParseWorkers`.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import sys
@@ -40,8 +44,22 @@ def _read_exactly(stream: IO[bytes], n: int) -> bytes:
 
 
 def main() -> None:
+    try:
+        _serve()
+    except (BrokenPipeError, EOFError, KeyboardInterrupt):
+        # the pool closed (or killed its pipes) while this worker started or answered: a quiet
+        # exit, not a traceback on the user's terminal. stdout goes to devnull so the
+        # interpreter's final flush of the dead pipe does not print one either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        sys.exit(0)
+
+
+def _serve() -> None:
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing a library prints may corrupt the reply stream
+    if "--images" in sys.argv[1:]:
+        return _serve_images(requests, replies)
     from orig_local.retrieval.base import FetchFailure
     from orig_local.retrieval.reader import _extractor, parse_response
 
@@ -56,6 +74,25 @@ def main() -> None:
             result = parse_response(raw, config, query)
         except MemoryError:
             result = FetchFailure(url=raw.url, kind="too_large", detail="out of memory while parsing")
+        write_frame(replies, result)
+
+
+def _serve_images(requests: IO[bytes], replies: IO[bytes]) -> None:
+    import PIL.Image  # noqa: F401 - before the first image's deadline runs
+
+    from orig_local.retrieval.base import FetchFailure
+    from orig_local.retrieval.images import decode_image
+
+    write_frame(replies, "ready")
+    while True:
+        try:
+            _, data, url, config, page_url, content_type = read_frame(requests)
+        except EOFError:
+            return
+        try:
+            result = decode_image(data, url, config, page_url, content_type)
+        except MemoryError:
+            result = FetchFailure(url=url, kind="bomb", detail="out of memory while decoding")
         write_frame(replies, result)
 
 

@@ -94,14 +94,29 @@ def decode_html(body: bytes, header_charset: str | None) -> str:
         candidates.append("utf-8" if meta.startswith(("utf-16", "utf-32")) else meta)
     candidates.append("utf-8")
     for charset in candidates:
-        if not charset:
+        if not charset or not _web_charset(charset):
             continue
         try:
-            codecs.lookup(charset)
             return body.decode(charset)
-        except (LookupError, UnicodeDecodeError):
+        except (LookupError, ValueError):  # UnicodeDecodeError, and UnicodeError of idna-like codecs
             continue
     return body.decode("cp1252", errors="replace")
+
+
+# Python codecs that decode bytes to text but are no page encoding: ``punycode`` and ``idna`` are
+# for host names (punycode decoding is quadratic: 6 s of CPU for 400 KB, and it raises plain
+# UnicodeError), the escape codecs and ``undefined`` are Python-only. A page declaring one is
+# read as if it declared nothing (the HTML spec ignores labels it does not know).
+_NOT_WEB_CHARSETS = frozenset({"punycode", "idna", "undefined", "unicode-escape", "raw-unicode-escape",
+                               "unicode_escape", "raw_unicode_escape", "utf-7"})
+
+
+def _web_charset(charset: str) -> bool:
+    try:
+        info = codecs.lookup(charset)
+    except (LookupError, ValueError):
+        return False
+    return getattr(info, "_is_text_encoding", True) and info.name not in _NOT_WEB_CHARSETS
 
 
 def _clean(text: str) -> str:
@@ -191,7 +206,19 @@ def cap_text(text: str, max_chars: int, query: str | None = None, title: str | N
 def parse_response(raw: RawResponse, config: ReaderConfig, query: str | None = None) -> Page | FetchFailure:
     """The CPU part (decode, extract, checks) of reading one fetched page. Pure; runs in a
     parse worker, or inline when ``reader.parse_workers`` is 0. ``query``: what the page was
-    searched for; a page over ``max_chars`` keeps the passages that best match it."""
+    searched for; a page over ``max_chars`` keeps the passages that best match it. Never raises
+    for what a page contains: any error becomes that page's typed failure (an uncaught one would
+    kill the worker, or leave ``read()`` with parse_workers=0)."""
+    try:
+        return _parse_response(raw, config, query)
+    except MemoryError:
+        return FetchFailure(url=raw.url, kind="too_large", detail="out of memory while parsing")
+    except Exception as exc:  # noqa: BLE001 - hostile bytes must end as this page's failure
+        log.warning("parsing failed for %s", raw.url, exc_info=True)
+        return FetchFailure(url=raw.url, kind="decode_error", detail=f"parse: {type(exc).__name__}: {exc}"[:300])
+
+
+def _parse_response(raw: RawResponse, config: ReaderConfig, query: str | None = None) -> Page | FetchFailure:
     url = raw.url
     if raw.status >= 400:
         html = decode_html(raw.body, raw.charset) if raw.body else ""
@@ -230,7 +257,7 @@ class _Worker:
     """One ``parse_worker`` process. Talks through pipes with blocking calls, which
     :class:`ParseWorkers` makes from threads under a deadline."""
 
-    def __init__(self):
+    def __init__(self, args: tuple[str, ...] = ()):
         import subprocess
         import sys
         from pathlib import Path
@@ -241,16 +268,16 @@ class _Worker:
         root = str(Path(parse_worker.__file__).resolve().parents[2])  # so `-m` finds this copy
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "orig_local.retrieval.parse_worker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "orig_local.retrieval.parse_worker", *args], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, close_fds=True)
         self.ready = False
 
-    def call(self, raw: RawResponse, config: ReaderConfig, query: str | None = None) -> Page | FetchFailure:
+    def call(self, request: Any) -> Any:
         from orig_local.retrieval.parse_worker import read_frame, write_frame
 
         self.wait_ready()
         assert self.process.stdin is not None and self.process.stdout is not None  # both are PIPEs
-        write_frame(self.process.stdin, (raw, config, query))
+        write_frame(self.process.stdin, request)
         return read_frame(self.process.stdout)
 
     def wait_ready(self) -> None:
@@ -291,13 +318,26 @@ class ParseWorkers:
     re-import of the user's ``__main__`` script in every worker. Loop-independent (threads and
     pipes), so one pool can serve several event loops in turn."""
 
-    def __init__(self, size: int):
+    STARTUP_S = 30.0  # longest wait for a worker's start-up (importing), apart from any deadline
+
+    def __init__(self, size: int, *, images: bool = False):
+        """``images``: workers that decode images (``parse_worker --images``) instead of pages."""
+        import weakref
+
         self.size = max(1, size)
+        self._args: tuple[str, ...] = ("--images",) if images else ()
         self._idle: list[_Worker] = []
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._free = threading.BoundedSemaphore(self.size)
         self._closed = False  # after close(): no replacement workers (nobody would stop them)
+        # a pool dropped without close() (a fetcher nobody closed) still stops its processes
+        weakref.finalize(self, ParseWorkers._kill_all, self._all)
+
+    @staticmethod
+    def _kill_all(workers: list[_Worker]) -> None:
+        for worker in list(workers):
+            worker.kill()
 
     def warm(self) -> None:
         """Start one worker and wait until it is ready (blocking; call from a thread)."""
@@ -308,6 +348,15 @@ class ParseWorkers:
             self._discard(worker)
             raise
         self._give_back(worker)
+
+    def prestart(self) -> None:
+        """Start one worker without waiting for it (so its start-up overlaps a download), unless
+        one is already there. Non-blocking: the process imports in the background."""
+        with self._lock:
+            if not self._all and not self._closed:
+                worker = _Worker(self._args)
+                self._all.append(worker)
+                self._idle.append(worker)
 
     def _pop_idle(self) -> _Worker | None:
         """A live idle worker (dead ones are dropped), or None. The caller holds the lock."""
@@ -327,7 +376,7 @@ class ParseWorkers:
         with self._lock:
             worker = self._pop_idle()
             if worker is None:
-                worker = _Worker()
+                worker = _Worker(self._args)
                 self._all.append(worker)
             return worker
 
@@ -344,12 +393,22 @@ class ParseWorkers:
             if worker in self._all:
                 self._all.remove(worker)
             if not self._closed and len(self._all) < self.size:  # a warm replacement for the next page
-                replacement = _Worker()
+                replacement = _Worker(self._args)
                 self._all.append(replacement)
                 self._idle.append(replacement)
 
     async def run(self, raw: RawResponse, config: ReaderConfig, deadline: float,
                   query: str | None = None) -> Page | FetchFailure:
+        """Parse one page in a worker; raise :class:`ParseTimeout` past ``deadline`` (a worker
+        still starting, e.g. the replacement of one killed a moment ago, is waited for apart)."""
+        return await self.submit((raw, config, query), raw.url, deadline, startup_s=self.STARTUP_S)
+
+    async def submit(self, request: Any, url: str, deadline: float, startup_s: float = 0.0) -> Any:
+        """Send ``request`` to a worker and return its answer; a worker that dies is
+        ``FetchFailure(decode_error)`` for ``url``; past ``deadline`` it is killed and
+        :class:`ParseTimeout` raised. ``startup_s``: up to this long, a worker still starting
+        (importing) is waited for outside the deadline (its start-up is the pool's cost, not
+        this request's); 0 counts the start-up against the deadline."""
         # a thread-level slot, polled: an asyncio semaphore would tie the pool to one loop, and a
         # blocking acquire in a thread could not be abandoned at the deadline without leaking it
         while not self._free.acquire(blocking=False):
@@ -360,7 +419,9 @@ class ParseWorkers:
             worker = self._take_idle()
             if worker is None:
                 worker = await asyncio.to_thread(self._take)  # a start blocks
-            task = asyncio.ensure_future(asyncio.to_thread(worker.call, raw, config, query))
+            if startup_s and not worker.ready:
+                deadline += await self._wait_started(worker, startup_s)
+            task = asyncio.ensure_future(asyncio.to_thread(worker.call, request))
             try:
                 result = await asyncio.wait_for(asyncio.shield(task), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
@@ -370,7 +431,7 @@ class ParseWorkers:
                 raise ParseTimeout() from None
             except (EOFError, OSError, pickle.UnpicklingError) as exc:  # the worker died
                 await asyncio.to_thread(self._discard, worker)
-                return FetchFailure(url=raw.url, kind="decode_error", detail=f"parser process died: {exc!r}")
+                return FetchFailure(url=url, kind="decode_error", detail=f"worker process died: {exc!r}")
             except BaseException:  # cancelled by the caller: the worker may still be busy
                 self._discard(worker)
                 raise
@@ -378,6 +439,18 @@ class ParseWorkers:
             return result
         finally:
             self._free.release()
+
+    async def _wait_started(self, worker: _Worker, limit_s: float) -> float:
+        """Seconds spent waiting for ``worker`` to be ready; ParseTimeout after ``limit_s``."""
+        start = time.monotonic()
+        task = asyncio.ensure_future(asyncio.to_thread(worker.wait_ready))
+        try:
+            await asyncio.wait_for(asyncio.shield(task), limit_s)
+        except (asyncio.TimeoutError, EOFError, OSError) as exc:
+            await asyncio.to_thread(self._discard, worker)
+            await asyncio.gather(task, return_exceptions=True)
+            raise ParseTimeout() from exc
+        return time.monotonic() - start
 
     def close(self) -> None:
         with self._lock:

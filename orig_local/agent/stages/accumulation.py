@@ -17,6 +17,7 @@ import asyncio
 from pydantic import BaseModel, Field
 
 from orig_local.agent.budget import truncate_to_tokens
+from orig_local.agent.gate import UNDESCRIBED, clean_field
 from orig_local.agent.knowledge import Source
 from orig_local.agent.passages import select_passages
 from orig_local.agent.stages.base import StageContext
@@ -75,6 +76,8 @@ def _source(item: RetrievedPage | RetrievedImage, url: str | None) -> Source:
 async def _filter_page(ctx: StageContext, page: RetrievedPage, result: AccumulationResult) -> None:
     # Sentences addressed to the model (injected instructions) never reach it, even as data.
     text, injected = drop_instructions(page.text)
+    title, injected_title = drop_instructions(page.title)
+    injected += injected_title
     cut: list[str] = []
 
     def page_block(left: int) -> str:
@@ -90,11 +93,11 @@ async def _filter_page(ctx: StageContext, page: RetrievedPage, result: Accumulat
             body, was_cut = truncate_to_tokens(text, limit, ctx.budget.counter)
             if was_cut:
                 cut.append(f"page text cut after {len(body):,} of {len(text):,} characters")
-        return delimit("P", f"{page.title}\n{page.url}\n{body}")
+        return delimit("P", f"{title}\n{page.url}\n{body}")
 
     verdict, record = await ctx.ask(
         stage="accumulation", step="text_filter", template="text_filter", schema=TextFilter,
-        variables={"query": page.query},
+        variables={"query": delimit("Q", page.query)},  # queries derive from web text too
         fit=[("knowledge", ctx.knowledge_filler("accumulation")), ("page", page_block)],
     )
     if injected:
@@ -119,7 +122,7 @@ async def _filter_page(ctx: StageContext, page: RetrievedPage, result: Accumulat
 
 
 async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result: AccumulationResult) -> None:
-    listing = [{"n": i, "query": im.query, "block": delimit(f"I{i}", f"{im.title}\n{im.page_url or ''}")}
+    listing = [{"n": i, "query": delimit(f"Q{i}", im.query), "block": delimit(f"I{i}", f"{clean_field(im.title, UNDESCRIBED)}\n{im.page_url or ''}")}
                for i, im in enumerate(images, 1)]
     verdict, record = await ctx.ask(
         stage="accumulation", step="image_filter", template="image_filter", schema=ImageFilter,
@@ -138,7 +141,8 @@ async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result
         if d is None or not d.keep:
             result.rejected_images += 1
             continue
-        shows = d.shows if d.shows and not looks_like_instruction(d.shows) else im.title
+        # the model's description, else the page's title for the image; neither unchecked
+        shows = d.shows if d.shows and not looks_like_instruction(d.shows) else clean_field(sanitize(im.title), UNDESCRIBED)
         item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
                                        page_url=im.page_url, description=shows)
         if item:
@@ -155,7 +159,7 @@ def _add_unfiltered(ctx: StageContext, raw: RoundRetrieval, result: Accumulation
             result.added_text.append(item.id)
     for im in raw.images:
         image_item = ctx.knowledge.add_image(im.image, im.bytes_sha256, _source(im, im.page_url), url=im.url,
-                                             page_url=im.page_url, description=im.title)
+                                             page_url=im.page_url, description=clean_field(sanitize(im.title), UNDESCRIBED))
         if image_item:
             result.added_images.append(image_item.id)
     ctx.note("accumulation", "unfiltered", "accumulation_filter off: retrieved evidence added to K as is",

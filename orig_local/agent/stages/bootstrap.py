@@ -24,8 +24,9 @@ class Entity(BaseModel):
 
 
 class BootstrapPlan(BaseModel):
-    entities: list[Entity] = Field(default_factory=list, max_length=5)
-    queries: list[str] = Field(default_factory=list, max_length=5, description="1-3 short web search queries")
+    # required: ``{}`` is an invalid reply, not "no entities"
+    entities: list[Entity] = Field(max_length=5)
+    queries: list[str] = Field(max_length=5, description="1-3 short web search queries")
 
 
 class BootstrapResult(BaseModel):

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orig_local.agent.budget import EstimatedTokens
+from orig_local.agent.gate import gate_prompt
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.text import bound_prompt, sanitize_prompt, word_count
+from orig_local.agent.text import bound_prompt, has_content, sanitize_prompt, word_count
 
 
 class EnhancedPrompt(BaseModel):
@@ -25,8 +26,11 @@ async def enhance_prompt(ctx: StageContext) -> EnhanceResult:
         stage="enhance", step="expand", template="enhance", schema=EnhancedPrompt,
         variables={"max_words": ctx.config.max_prompt_words},
     )
-    text = sanitize_prompt(out.prompt) if out is not None else ""
-    if not text:
+    text = gate_prompt(sanitize_prompt(out.prompt), ctx.prompt)[0] if out is not None else ""
+    if out is not None and not has_content(text):
+        # a reply that cleans to nothing is a failed call, not an enhanced prompt equal to P
+        record.error = record.error or f"EmptyPrompt: the reply has no prompt text after cleaning: {out.prompt[:120]!r}"
+    if not has_content(text):
         record.notes.append("no usable prompt: the original prompt is used")
         return EnhanceResult(final_prompt=ctx.prompt, enhanced=False)
     cfg = ctx.config

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.citations import MENTION, cited_numbers, renumber, strip_citations
+from orig_local.agent.gate import gate_prompt
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.refinement import RefinementResult
 from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
@@ -142,6 +143,8 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
             break
         uncited = sorted(set(uncited) | set(now))
     text_out = f"{candidate} {tail_for(uncited)}".strip() if uncited else candidate
+    text_out, gated = gate_prompt(text_out, ctx.prompt)  # the last gate, after every step that adds text
+    removed += gated
     # Renumber: the k-th distinct reference cited becomes reference image k, in that order.
     order = list(dict.fromkeys(cited_numbers(text_out, len(refs))))
     mapping = {old: new for new, old in enumerate(order, 1)}

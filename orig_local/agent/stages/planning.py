@@ -24,10 +24,12 @@ class SubQuestion(BaseModel):
 
 
 class Plan(BaseModel):
-    analysis: str = Field("", description="what the prompt needs that the knowledge does not cover yet")
-    sub_questions: list[SubQuestion] = Field(default_factory=list, max_length=8)
-    text_queries: list[str] = Field(default_factory=list, max_length=5)
-    image_queries: list[str] = Field(default_factory=list, max_length=5)
+    # Every field required: ``{}`` is not a plan (it would stop the loop as "no new evidence"
+    # and pass as success). An explicit empty query list still means "nothing left to search".
+    analysis: str = Field(description="what the prompt needs that the knowledge does not cover yet")
+    sub_questions: list[SubQuestion] = Field(max_length=8)
+    text_queries: list[str] = Field(max_length=5)
+    image_queries: list[str] = Field(max_length=5)
 
 
 class PlanningResult(BaseModel):
@@ -51,7 +53,8 @@ async def plan_queries(ctx: StageContext, missing: list[str]) -> PlanningResult:
             "image_knowledge": ctx.knowledge.render_images(),
             # the gaps were written by the backbone from retrieved evidence: data, not orders
             "missing": "\n".join(delimit(f"M{i}", m) for i, m in enumerate(missing, 1)),
-            "previous_queries": sorted(ctx.asked_queries),
+            # queries were written from web evidence: data blocks like the evidence itself
+            "previous_queries": [delimit(f"S{i}", q) for i, q in enumerate(sorted(ctx.asked_queries), 1)],
         },
         fit=[("knowledge", ctx.knowledge_filler("planning"))],
         evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in ctx.knowledge.images],

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.trace import Stage, StageRecord
-from orig_local.agent.untrusted import delimit
+from orig_local.agent.untrusted import delimit, drop_instructions
 from orig_local.imagehash import fingerprint
 from orig_local.retrieval.base import FetchFailure, SearchError
 
@@ -129,13 +129,15 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
         listed: list[int] = []
 
         def results(left: int) -> str:  # best-ranked first, as many as the window holds
-            lines = [delimit(f"R{i}", f"{h.title}\n{h.url}\n{h.snippet or ''}") for i, h in enumerate(hits, 1)]
+            # instruction-like titles/snippets never reach the model, even as data
+            lines = [delimit(f"R{i}", f"{drop_instructions(h.title)[0]}\n{h.url}\n{drop_instructions(h.snippet or '')[0]}")
+                     for i, h in enumerate(hits, 1)]
             listed[:] = range(1, ctx.budget.fitting(lines, left, at_least_one=True) + 1)
             return "\n".join(lines[: len(listed)])
 
         selection, rec = await ctx.ask(
             stage="retrieval", step="select_pages", template="select_pages", schema=PageSelection,
-            variables={"query": query, "n_pages": cfg.pages_per_query}, fit=[("results", results)],
+            variables={"query": delimit("Q", query), "n_pages": cfg.pages_per_query}, fit=[("results", results)],
         )
         if len(listed) < len(hits):
             rec.notes.append(f"{len(hits) - len(listed)} lower-ranked result(s) not listed (window)")

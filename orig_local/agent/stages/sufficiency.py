@@ -8,6 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orig_local.agent.stages.base import StageContext
+from orig_local.agent.untrusted import delimit
 
 
 class Sufficiency(BaseModel):
@@ -25,7 +26,7 @@ class SufficiencyResult(BaseModel):
 async def evaluate_sufficiency(ctx: StageContext, sub_questions: list[str]) -> SufficiencyResult:
     decision, _ = await ctx.ask(
         stage="sufficiency", step="decide", template="sufficiency", schema=Sufficiency,
-        variables={"sub_questions": sub_questions, "image_knowledge": ctx.knowledge.render_images()},
+        variables={"sub_questions": [delimit(f"Q{i}", q) for i, q in enumerate(sub_questions, 1)], "image_knowledge": ctx.knowledge.render_images()},
         fit=[("knowledge", ctx.knowledge_filler("sufficiency"))],
         evidence_ids=[t.id for t in ctx.knowledge.texts] + [v.id for v in ctx.knowledge.images],
     )
