@@ -134,7 +134,12 @@ def load_preset(name: str, directory: Path | None = None) -> Preset:
     directory = directory or models_dir()
     path = directory / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError(f"unknown preset {name!r} (in {directory}); known: {', '.join(list_presets(directory))}")
+        import difflib
+
+        known = list_presets(directory)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise ConfigError(f"unknown preset {name!r} (in {directory}); {hint}known: {', '.join(known)}")
     return _load(str(path))
 
 

@@ -37,14 +37,20 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", "-s", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override one config value, e.g. backbone.preset=qwen2.5-vl-32b")
     parser.add_argument("--offline", action="store_true",
-                        help="use the offline preset: tiny local models + bundled demo corpus, no network")
+                        help="use the offline preset: bundled demo corpus, SIMULATED backbone, tiny local models, no network")
+    parser.add_argument("--tiny-backbone", action="store_true",
+                        help="with --offline: the tiny random-weight Qwen2.5-VL as backbone instead of the simulated "
+                             "stand-in (its replies fail every schema: shows the failure path)")
 
 
 def config_from_args(args: argparse.Namespace):
     from orig_local.config import load_config
 
     paths = (["offline"] if getattr(args, "offline", False) else []) + list(args.config)
-    config = load_config(paths, args.overrides)
+    overrides = list(args.overrides)
+    if getattr(args, "tiny_backbone", False):  # before the user's --set, which wins
+        overrides.insert(0, "backbone.backend=transformers")
+    config = load_config(paths, overrides)
     if getattr(args, "quiet", False):
         config.progress = False
     return config
@@ -60,6 +66,13 @@ def _global_options(parser: argparse.ArgumentParser, top: bool) -> None:
                         help="no logs below WARNING, no progress bars")
     parser.add_argument("--debug", action="store_true", default=d(False),
                         help="show the full traceback of an error")
+
+
+def library_root_chatter(record: logging.LogRecord) -> bool:
+    """Logging filter: drop INFO and below sent to the *root* logger. Our code logs through named
+    loggers; libraries that log through the root (open_clip: eleven ``INFO root`` lines per
+    model load) would bury the progress lines. Warnings pass; ``--log-level DEBUG`` shows all."""
+    return not (record.name == "root" and record.levelno < logging.WARNING)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -150,6 +163,9 @@ def _main(argv: list[str] | None) -> int:
     except ValueError:
         print(f"orig: error: --log-level {args.log_level!r}: use DEBUG, INFO, WARNING or ERROR", file=sys.stderr)
         return 2
+    if level != "DEBUG":
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(library_root_chatter)
     from orig_local.configbase import ConfigError
     from orig_local.errors import OrigError
 

@@ -42,6 +42,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--retry-degraded", action="store_true",
                         help="rerun items whose row has status failed or degraded (some replies invalid)")
     parser.add_argument("--no-report", action="store_true", help="do not write <out>/report after phase 'all'")
+    parser.add_argument("--json", action="store_true", help="print each phase summary as one JSON object (for scripts)")
 
 
 def apply_flags(config, args):
@@ -175,8 +176,10 @@ def run(args) -> int:
     phases = default_phases(config) if args.phase == "all" else [args.phase]
     summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
                            retry_degraded=args.retry_degraded, data_identity=identity)
+    from orig_local.evaluation.phases.common import summary_line
+
     for s in summaries:
-        print(json.dumps(s.to_dict()))
+        print(json.dumps(s.to_dict()) if args.json else summary_line(s))
     if args.phase == "all" and not args.no_report and not (shard and shard[1] > 1):
         from orig_local.evaluation.report import build_report
 

@@ -31,6 +31,16 @@ def _default_out(prompt: str) -> str:
     return f"runs/generate/{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
 
 
+def _models(config) -> str:
+    """What is about to load, stand-ins named as such."""
+    backbone = config.backbone
+    name = backbone.preset or backbone.model or "?"
+    if backbone.backend in ("simulated", "scripted"):
+        name = f"the {backbone.backend.upper()} backbone (a stand-in, not a model)"
+    gen = config.generator.preset or config.generator.model
+    return f"backbone {name}" + (f", generator {gen}" if gen else ", no generator")
+
+
 def run(args) -> int:
     import sys
 
@@ -41,7 +51,15 @@ def run(args) -> int:
         args.overrides = list(args.overrides) + [f"agent.condition={args.condition}"]
     config = config_from_args(args)
     out = args.out or _default_out(args.prompt)
-    result = run_agent(args.prompt, config=config, out_dir=out)
+    lines = None
+    if config.progress:  # --quiet: none
+        from orig_local.cli.progress import StageLines
+
+        lines = StageLines()
+        lines.say(f"condition {config.agent.condition}: loading {_models(config)}")
+    result = run_agent(args.prompt, config=config, out_dir=out, progress=lines)
+    if lines is not None:
+        lines.say(f"done: {result.status}")
     print(result.final_prompt)
     print(f"\nwrote {out}/ (trace.html, trace.json, prompt.txt"
           + (", image.png" if result.image is not None else "")

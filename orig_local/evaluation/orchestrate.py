@@ -15,7 +15,7 @@ from orig_local.errors import OrigError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
 from orig_local.evaluation.phases.agent import run_agent_phase
-from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from_env
+from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from_env, summary_line
 from orig_local.evaluation.phases.generate import run_generate_phase
 from orig_local.evaluation.phases.judge import run_judge_phase
 from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
@@ -263,7 +263,7 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
                            shard=shard, agent=agent, generator=generator, judge=judge, common=common)
                 summary = RUNNERS[phase](ctx)
                 summaries.append(summary)
-                log.info("%s", summary)
+                log.info("%s", summary_line(summary))
                 if summary.stopped:
                     break
             outcome = "done"
