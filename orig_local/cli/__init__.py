@@ -83,9 +83,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _version() -> str:
+    from orig_local.provenance import package_version
+
+    return package_version()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orig", description="ORIG, local and open: retrieval-augmented factual image generation.")
     _global_options(parser, top=True)
+    parser.add_argument("--version", action="version", version=f"orig {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
