@@ -120,3 +120,43 @@ def test_version_flag_and_installed_provenance_say_the_version(capsys, monkeypat
 def test_pyproject_version_is_the_package_version():
     text = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     assert 'version = { attr = "orig_local.__version__" }' in text and 'dynamic = ["version"]' in text
+
+
+def test_every_verdict_records_its_request_hash_and_run_json_the_template_hashes(report, tmp_path):
+    out, _ = report
+    run = out.parent / "direct"
+    rows = [json.loads(x) for x in (run / "judge.jsonl").read_text().splitlines()]
+    hashes = [v["request_sha256"] for r in rows for v in r["verdicts"]]
+    assert all(isinstance(h, str) and len(h) == 64 for h in hashes)
+    assert len(set(hashes)) == len(hashes)  # each question a different request
+    meta = json.loads((run / "run.json").read_text())
+    templates = meta["provenance"]["judge_templates"]
+    import hashlib
+
+    from orig_local.evaluation.judge import TEMPLATES_DIR, template_hashes
+
+    assert templates["judge_question.jinja"] == hashlib.sha256(
+        (TEMPLATES_DIR / "judge_question.jinja").read_bytes()).hexdigest()
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["runs"][0]["judge_templates"] == templates
+    # a user's prompt folder changes the recorded hash of the file it overrides, only that one
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "judge_question.jinja").write_text("Is it so? {{ statement }}")
+    mine = template_hashes(tmp_path / "p")
+    assert mine["judge_question.jinja"] != templates["judge_question.jinja"]
+    assert mine["judge_system.jinja"] == templates["judge_system.jinja"]
+
+
+async def test_request_hash_is_the_request_same_question_same_hash_other_image_other_hash():
+    from _eval_fakes import solid
+
+    from orig_local.evaluation.items import Question
+
+    judge = scripted_judge()
+    q = Question(id="q1", text="True or False: the card is red.", answer=True, concept="PF")
+    a = await judge.judge_question(q, solid("red"))
+    b = await judge.judge_question(q, solid("red"))
+    c = await judge.judge_question(q, solid("blue"))
+    d = await judge.judge_question(Question(id="q1", text="True or False: the card is blue.", answer=True), solid("red"))
+    assert a.request_sha256 == b.request_sha256
+    assert len({a.request_sha256, c.request_sha256, d.request_sha256}) == 3

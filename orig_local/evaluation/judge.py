@@ -65,6 +65,9 @@ class Verdict:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # sha256 of the rendered request (messages with images as content hashes, schema, settings):
+    # a verdict can be re-checked later (the templates' hashes are in run.json, judge_templates)
+    request_sha256: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,6 +188,20 @@ def statement_of(question_text: str) -> str:
 # --------------------------------------------------------------------------- templates
 
 
+def template_hashes(templates_dir: str | Path | None = None) -> dict[str, str]:
+    """sha256 of each judge template's source as it will be rendered (``prompts_dir`` over the
+    packaged file): run.json records them, so a verdict's request can be rebuilt and re-checked."""
+    import hashlib
+
+    out = {}
+    for path in sorted(TEMPLATES_DIR.glob("*.jinja")):
+        source = path
+        if templates_dir and (Path(templates_dir) / path.name).is_file():
+            source = Path(templates_dir) / path.name
+        out[path.name] = hashlib.sha256(source.read_bytes()).hexdigest()
+    return out
+
+
 def _templates(templates_dir: Path | None):
     """The judges' templates, ``prompts_dir`` over the packaged ones (orig_local.templates). They
     are written without block trimming; their rendered text stays exactly as before."""
@@ -237,6 +254,15 @@ class Judge:
             letters = string.ascii_uppercase[: len(question.choices)]
             return RootModel[Literal[tuple(letters)]] if self.answer_format != "text" else None
         return {"bool": BoolAnswer, "object": ObjectAnswer, "text": None}[self.answer_format]
+
+    def request_digest(self, messages, schema) -> str:
+        """What :attr:`Verdict.request_sha256` records: the canonical request this judge sends."""
+        import hashlib
+        import json
+
+        blob = {"messages": [m.canonical() for m in messages], "temperature": 0.0, "max_tokens": self.max_tokens,
+                "logprobs": self.logprobs, "schema": None if schema is None else schema.model_json_schema()}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     async def _ask(self, messages, schema, letters: str | None) -> tuple[Any, list[str], Any]:
         """Send; return (answer or None, raw texts, reply or error)."""
@@ -304,7 +330,9 @@ class Judge:
         if has_reference:
             parts += ["Reference image:", ImageRef(question.reference_image, label="reference")]
         parts.append(text)
-        value, raw, reply = await self._ask([system(sys_text), user(*parts)], self._schema(question), letters)
+        messages, schema = [system(sys_text), user(*parts)], self._schema(question)
+        verdict.request_sha256 = self.request_digest(messages, schema)
+        value, raw, reply = await self._ask(messages, schema, letters)
         return self._finish(verdict, value, raw, reply)
 
     async def judge_item(self, item: BenchmarkItem, image: Any) -> list[Verdict]:
@@ -332,5 +360,7 @@ class Judge:
             parts += [f"Retrieved image {k}:", ImageRef(img, label=f"retrieved-{k}")]
         parts.append(text)
         schema = self._schema(None)
-        value, raw, reply = await self._ask([system(sys_text), user(*parts)], schema, None)
+        messages = [system(sys_text), user(*parts)]
+        verdict.request_sha256 = self.request_digest(messages, schema)
+        value, raw, reply = await self._ask(messages, schema, None)
         return self._finish(verdict, value, raw, reply)

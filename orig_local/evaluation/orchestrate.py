@@ -250,6 +250,10 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
         started = now()
         prov = {**provenance(config, _uses(config, phases), served), "started_at": started, "ended_at": None,
                 "phases": list(phases)}
+        if {"judge", "retrieval"} & set(phases):  # the templates behind each verdict's request_sha256
+            from orig_local.evaluation.judge import template_hashes
+
+            prov["judge_templates"] = template_hashes(config.prompts_dir)
         meta = write_meta(run_dir, config, {**extra, "provenance": prov})
         outcome = "interrupted"
         try:

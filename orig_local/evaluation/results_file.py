@@ -56,7 +56,7 @@ def run_identity(run: RunResults) -> dict[str, Any]:
         "code": {"orig_local": code.get("orig_local"), "git_commit": code.get("git_commit"),
                  "git_dirty": code.get("git_dirty")},
         "config_sha256": prov.get("config_sha256"), "labels": list(run.labels),
-        "prompt_templates": meta.get("judge_templates"),
+        "judge_templates": prov.get("judge_templates"),
     }
 
 
