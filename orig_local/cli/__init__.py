@@ -22,6 +22,7 @@ COMMANDS = {
     "eval": "orig_local.cli.eval_cmd",
     "merge": "orig_local.cli.merge_cmd",
     "report": "orig_local.cli.report_cmd",
+    "view": "orig_local.cli.view_cmd",
     "agreement": "orig_local.cli.agreement_cmd",
     "serve": "orig_local.cli.serve",
     "chat": "orig_local.cli.chat",

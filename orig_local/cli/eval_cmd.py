@@ -42,6 +42,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--retry-degraded", action="store_true",
                         help="rerun items whose row has status failed or degraded (some replies invalid)")
     parser.add_argument("--no-report", action="store_true", help="do not write <out>/report after phase 'all'")
+    parser.add_argument("--images", metavar="DIR",
+                        help="with --phase judge: judge images made elsewhere, one <item id>.png/.jpg per item "
+                             "(imported as generate.jsonl; provenance 'external: <name>')")
+    parser.add_argument("--images-name", metavar="NAME", help="the external system's name (default: DIR's name)")
     parser.add_argument("--json", action="store_true", help="print each phase summary as one JSON object (for scripts)")
 
 
@@ -128,6 +132,26 @@ def _load_items(ev, ids: list[str] | None = None):
                                      source=benchmark_source(ev.benchmark, ev.data, **options))
 
 
+def _import_external(config, args, items) -> None:
+    """--images DIR: the folder's images become this run's generate rows, judged like any other."""
+    from pathlib import Path
+
+    from orig_local.errors import UsageError
+    from orig_local.evaluation.external import external_label, import_images
+
+    if args.phase != "judge":
+        raise UsageError("--images judges images made elsewhere: use it with --phase judge",
+                         hint=f"orig eval --phase judge --images {args.images} --out DIR ...")
+    name = args.images_name or Path(args.images).resolve().name
+    config.generator.preset = None  # the images' provenance is the external system, never a preset
+    config.generator.model = external_label(name)
+    counts = import_images(items, Path(args.out), args.images, name)
+    print(f"imported {counts['imported']} image(s) from {args.images} as {external_label(name)!r}"
+          + (f", {counts['kept']} already imported" if counts["kept"] else "")
+          + (f"; {counts['missing']} item(s) WITHOUT an image (failed rows, not judged)" if counts["missing"] else "")
+          + (f"; {counts['unused']} image(s) match no selected item" if counts["unused"] else ""))
+
+
 def exit_status(summaries, command: str = "orig eval") -> int:
     """0 when no item failed; else 1, with the counts (and how to rerun them) on stderr."""
     import sys
@@ -174,6 +198,8 @@ def run(args) -> int:
     if not items:
         raise UsageError("no items selected", hint="check --classes/--ids/--limit")
     phases = default_phases(config) if args.phase == "all" else [args.phase]
+    if args.images:
+        _import_external(config, args, items)
     summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
                            retry_degraded=args.retry_degraded, data_identity=identity)
     from orig_local.evaluation.phases.common import summary_line

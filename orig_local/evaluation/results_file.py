@@ -46,7 +46,8 @@ def run_identity(run: RunResults) -> dict[str, Any]:
     code = prov.get("code") if isinstance(prov.get("code"), dict) else {}
     data = {"benchmark": meta.get("benchmark"), "path": meta.get("data"),
             "identity": meta.get("benchmark_identity")}
-    external = meta.get("external_images")
+    gen = str(meta.get("generator") or "")
+    external = gen.removeprefix("external: ") if gen.startswith("external: ") else None
     return {
         "label": run.label, "dir": str(run.dir), "condition": meta.get("condition"),
         "judge_name": run.judge_name, "seed": meta.get("seed"),
