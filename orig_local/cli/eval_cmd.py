@@ -42,6 +42,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--retry-degraded", action="store_true",
                         help="rerun items whose row has status failed or degraded (some replies invalid)")
     parser.add_argument("--no-report", action="store_true", help="do not write <out>/report after phase 'all'")
+    parser.add_argument("--seeds", metavar="S,S,...",
+                        help="several images per item: agent once, then generate+judge per seed in <out>/seed-<s>; "
+                             "orig report averages over seeds (CI over prompts and seeds)")
     parser.add_argument("--images", metavar="DIR",
                         help="with --phase judge: judge images made elsewhere, one <item id>.png/.jpg per item "
                              "(imported as generate.jsonl; provenance 'external: <name>')")
@@ -132,6 +135,40 @@ def _load_items(ev, ids: list[str] | None = None):
                                      source=benchmark_source(ev.benchmark, ev.data, **options))
 
 
+def _run_seeds(config, args, items, phases, shard, identity) -> list:
+    """--seeds: agent/retrieval once in <out>; generate+judge per seed in <out>/seed-<s> (agent rows
+    copied), with one generator for all seeds (loaded once). The judge is built per seed's phase
+    run, as orig eval always does (its async client lives in that phase's event loop)."""
+    from pathlib import Path
+
+    from orig_local.evaluation.orchestrate import build_generator, run_phases
+    from orig_local.evaluation.seeds import parse_seeds, prepare_seed_run
+
+    seeds = parse_seeds(args.seeds)
+    out = Path(args.out)
+    kw = dict(shard=shard, retry_errors=args.retry_errors, retry_degraded=args.retry_degraded, data_identity=identity)
+    summaries = []
+    own = [p for p in phases if p in ("agent", "retrieval")]
+    if own:
+        summaries += run_phases(config, out, items, own, **kw)
+    per_seed = [p for p in phases if p in ("generate", "judge")]
+    if not per_seed:
+        return summaries
+    generator = build_generator(config) if "generate" in per_seed else None
+    base_label = config.eval.label or out.resolve().name
+    try:
+        for s in seeds:
+            cfg = config.model_copy(deep=True)
+            cfg.eval.seed = s
+            cfg.eval.label = f"{base_label}/seed-{s}"
+            sub = prepare_seed_run(out, s, [i.id for i in items])
+            summaries += run_phases(cfg, sub, items, per_seed, generator=generator, **kw)
+    finally:
+        if generator is not None and hasattr(generator, "unload"):
+            generator.unload()
+    return summaries
+
+
 def _import_external(config, args, items) -> None:
     """--images DIR: the folder's images become this run's generate rows, judged like any other."""
     from pathlib import Path
@@ -200,17 +237,25 @@ def run(args) -> int:
     phases = default_phases(config) if args.phase == "all" else [args.phase]
     if args.images:
         _import_external(config, args, items)
-    summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
-                           retry_degraded=args.retry_degraded, data_identity=identity)
+    if args.seeds:
+        summaries = _run_seeds(config, args, items, phases, shard, identity)
+    else:
+        summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
+                               retry_degraded=args.retry_degraded, data_identity=identity)
     from orig_local.evaluation.phases.common import summary_line
 
     for s in summaries:
         print(json.dumps(s.to_dict()) if args.json else summary_line(s))
     if args.phase == "all" and not args.no_report and not (shard and shard[1] > 1):
         from orig_local.evaluation.report import build_report
+        from orig_local.evaluation.seeds import expand_runs, seed_report
 
-        written = build_report([args.out], judge_name=ev.judge_name, n_boot=ev.bootstrap, ci=ev.ci,
-                               seed=ev.bootstrap_seed, errors=ev.judge_errors)
+        dirs, groups = expand_runs([args.out])  # --seeds: each seed a row, then their mean
+        written = build_report(dirs, Path(args.out) / "report", judge_name=ev.judge_name, n_boot=ev.bootstrap,
+                               ci=ev.ci, seed=ev.bootstrap_seed, errors=ev.judge_errors)
         print((Path(written["accuracy"])).read_text(encoding="utf-8"))
+        if groups:
+            print(seed_report(groups, Path(written["report"]).parent, judge_name=ev.judge_name,
+                              errors=ev.judge_errors, n_boot=ev.bootstrap, ci=ev.ci, seed=ev.bootstrap_seed))
         print(f"report: {written['report']}")
     return exit_status(summaries)
