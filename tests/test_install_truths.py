@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -76,8 +77,14 @@ def test_environment_yml_states_the_cuda_the_pinned_torch_needs():
 
 @pytest.mark.slow
 def test_the_wheel_ships_no_test_server(tmp_path):
+    # built from a copy: an in-tree build leaves orig_local.egg-info in the checkout, which pip
+    # then takes for an installed orig-local whenever the checkout is on PYTHONPATH
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "orig_local", src / "orig_local", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE", "setup.py"):
+        shutil.copy(ROOT / name, src / name)
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=600)
+                           "-w", str(tmp_path), str(src)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     wheel = next(tmp_path.glob("orig_local-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
