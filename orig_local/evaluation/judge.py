@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, RootModel, StrictBool
 
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
-from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
+from orig_local.llm.base import ChatError, ImageRef, Message, StructuredOutputError, system, user
 
 if TYPE_CHECKING:
     from orig_local.config import Config
@@ -255,10 +255,9 @@ class Judge:
             return RootModel[Literal[tuple(letters)]] if self.answer_format != "text" else None
         return {"bool": BoolAnswer, "object": ObjectAnswer, "text": None}[self.answer_format]
 
-    def request_digest(self, messages, schema) -> str:
+    def request_digest(self, messages: Sequence[Message], schema: type[BaseModel] | None) -> str:
         """What :attr:`Verdict.request_sha256` records: the canonical request this judge sends."""
         import hashlib
-        import json
 
         blob = {"messages": [m.canonical() for m in messages], "temperature": 0.0, "max_tokens": self.max_tokens,
                 "logprobs": self.logprobs, "schema": None if schema is None else schema.model_json_schema()}
