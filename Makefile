@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: venv install tiny-models demo demo-eval test test-all lint bench clean
+.PHONY: venv install tiny-models demo demo-eval test test-all test-min lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ test: install
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+
+# the declared minimum versions, resolved in a fresh venv (on demand: downloads wheels)
+test-min:
+	bash scripts/check_min_versions.sh
 
 test-all: install
 	$(PY) -m pytest -q -m "" 

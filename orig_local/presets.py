@@ -145,11 +145,16 @@ def _load(path: str) -> Preset:
 
 def load_preset(name: str, directory: Path | None = None) -> Preset:
     """Load ``<name>.yaml`` from the first of :func:`preset_dirs` that has it; the error lists
-    the known presets."""
+    the known presets (and the closest names to a typo)."""
     path = preset_path(name, directory)
     if path is None:
+        import difflib
+
+        known = list_presets(directory)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         where = " + ".join(map(str, preset_dirs(directory)))
-        raise ConfigError(f"unknown preset {name!r} (in {where}); known: {', '.join(list_presets(directory))}")
+        raise ConfigError(f"unknown preset {name!r} (in {where}); {hint}known: {', '.join(known)}")
     return _load(str(path))
 
 

@@ -49,17 +49,31 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def package_version() -> str:
+    """The version of the orig_local code that runs (``orig --version``): the package's own
+    ``__version__`` (pyproject reads it from there, so an installed wheel's metadata agrees)."""
+    import orig_local
+
+    return str(orig_local.__version__)
+
+
 def code_version() -> dict[str, Any]:
-    """orig_local's version, and its git commit + dirty flag when run from a checkout."""
+    """orig_local's version (the code's, and the installed distribution's from its metadata), and
+    the git commit + dirty flag when run from a checkout. An installed wheel has no git commit:
+    ``source`` says so, and its version identifies the code."""
     import orig_local
 
     root = Path(orig_local.__file__).resolve().parent.parent
-    info: dict[str, Any] = {"orig_local": getattr(orig_local, "__version__", None), "path": str(root),
+    info: dict[str, Any] = {"orig_local": package_version(), "distribution": _dist_version("orig-local"),
+                            "path": str(root), "source": "installed package (no git checkout)",
                             "git_commit": None, "git_dirty": None}
     if (root / ".git").exists():
+        info["source"] = "git checkout"
         info["git_commit"] = _git(root, "rev-parse", "HEAD")
         status = _git(root, "status", "--porcelain", "--untracked-files=no")
         info["git_dirty"] = None if status is None else bool(status)
+        if info["git_commit"] is None:
+            info["source"] = "git checkout (git unavailable: commit unknown)"
     return info
 
 
@@ -180,7 +194,8 @@ def summary_lines(prov: dict[str, Any]) -> list[str]:
     code, libs, host = prov.get("code") or {}, prov.get("libraries") or {}, prov.get("host") or {}
     commit = code.get("git_commit")
     lines = [f"orig_local {code.get('orig_local')}"
-             + (f", commit {commit[:12]}{' (dirty)' if code.get('git_dirty') else ''}" if commit else ""),
+             + (f", commit {commit[:12]}{' (dirty)' if code.get('git_dirty') else ''}" if commit
+                else f" ({code['source']})" if code.get('source') else ""),
              "libraries: " + ", ".join(f"{k} {v}" for k, v in libs.items() if v),
              f"host: {host.get('host')}; GPUs: {', '.join(host.get('gpus') or []) or 'none'}",
              f"run: {prov.get('started_at')} → {prov.get('ended_at')}; "

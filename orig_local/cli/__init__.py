@@ -22,6 +22,7 @@ COMMANDS = {
     "eval": "orig_local.cli.eval_cmd",
     "merge": "orig_local.cli.merge_cmd",
     "report": "orig_local.cli.report_cmd",
+    "view": "orig_local.cli.view_cmd",
     "agreement": "orig_local.cli.agreement_cmd",
     "serve": "orig_local.cli.serve",
     "chat": "orig_local.cli.chat",
@@ -37,14 +38,20 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", "-s", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override one config value, e.g. backbone.preset=qwen2.5-vl-32b")
     parser.add_argument("--offline", action="store_true",
-                        help="use the offline preset: tiny local models + bundled demo corpus, no network")
+                        help="use the offline preset: bundled demo corpus, SIMULATED backbone, tiny local models, no network")
+    parser.add_argument("--tiny-backbone", action="store_true",
+                        help="with --offline: the tiny random-weight Qwen2.5-VL as backbone instead of the simulated "
+                             "stand-in (its replies fail every schema: shows the failure path)")
 
 
 def config_from_args(args: argparse.Namespace):
     from orig_local.config import load_config
 
     paths = (["offline"] if getattr(args, "offline", False) else []) + list(args.config)
-    config = load_config(paths, args.overrides)
+    overrides = list(args.overrides)
+    if getattr(args, "tiny_backbone", False):  # before the user's --set, which wins
+        overrides.insert(0, "backbone.backend=transformers")
+    config = load_config(paths, overrides)
     if getattr(args, "quiet", False):
         config.progress = False
     return config
@@ -62,6 +69,13 @@ def _global_options(parser: argparse.ArgumentParser, top: bool) -> None:
                         help="show the full traceback of an error")
 
 
+def library_root_chatter(record: logging.LogRecord) -> bool:
+    """Logging filter: drop INFO and below sent to the *root* logger. Our code logs through named
+    loggers; libraries that log through the root (open_clip: eleven ``INFO root`` lines per
+    model load) would bury the progress lines. Warnings pass; ``--log-level DEBUG`` shows all."""
+    return not (record.name == "root" and record.levelno < logging.WARNING)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage mistake on one line (what is wrong, and where help is) instead of
     the usage block; subcommand parsers inherit it."""
@@ -70,9 +84,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _version() -> str:
+    from orig_local.provenance import package_version
+
+    return package_version()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="orig", description="ORIG, local and open: retrieval-augmented factual image generation.")
     _global_options(parser, top=True)
+    parser.add_argument("--version", action="version", version=f"orig {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
@@ -148,6 +169,9 @@ def _main(argv: list[str] | None) -> int:
     except ValueError:
         print(f"orig: error: --log-level {args.log_level!r}: use DEBUG, INFO, WARNING or ERROR", file=sys.stderr)
         return 2
+    if level != "DEBUG":
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(library_root_chatter)
     from orig_local.configbase import ConfigError
     from orig_local.errors import OrigError
 

@@ -49,6 +49,14 @@ def add_arguments(parser) -> None:
                         help="prefill+decode tokens/s of a model's server for --dry-run's GPU-hours: N for every "
                              "model or PRESET=N, repeatable (default: what a previous run of the same "
                              "backbone in --out recorded in run.json)")
+    parser.add_argument("--seeds", metavar="S,S,...",
+                        help="several images per item: agent once, then generate+judge per seed in <out>/seed-<s>; "
+                             "orig report averages over seeds (CI over prompts and seeds)")
+    parser.add_argument("--images", metavar="DIR",
+                        help="with --phase judge: judge images made elsewhere, one <item id>.png/.jpg per item "
+                             "(imported as generate.jsonl; provenance 'external: <name>')")
+    parser.add_argument("--images-name", metavar="NAME", help="the external system's name (default: DIR's name)")
+    parser.add_argument("--json", action="store_true", help="print each phase summary as one JSON object (for scripts)")
 
 
 def apply_flags(config, args):
@@ -141,6 +149,60 @@ def _load_items(ev, ids: list[str] | None = None):
                                      source=benchmark_source(ev.benchmark, ev.data, **options), bound_items=bound)
 
 
+def _run_seeds(config, args, items, phases, shard, identity) -> list:
+    """--seeds: agent/retrieval once in <out>; generate+judge per seed in <out>/seed-<s> (agent rows
+    copied), with one generator for all seeds (loaded once). The judge is built per seed's phase
+    run, as orig eval always does (its async client lives in that phase's event loop)."""
+    from pathlib import Path
+
+    from orig_local.evaluation.orchestrate import build_generator, run_phases
+    from orig_local.evaluation.seeds import parse_seeds, prepare_seed_run
+
+    seeds = parse_seeds(args.seeds)
+    out = Path(args.out)
+    kw = dict(shard=shard, retry_errors=args.retry_errors, retry_degraded=args.retry_degraded, data_identity=identity)
+    summaries = []
+    own = [p for p in phases if p in ("agent", "retrieval")]
+    if own:
+        summaries += run_phases(config, out, items, own, **kw)
+    per_seed = [p for p in phases if p in ("generate", "judge")]
+    if not per_seed:
+        return summaries
+    generator = build_generator(config) if "generate" in per_seed else None
+    base_label = config.eval.label or out.resolve().name
+    try:
+        for s in seeds:
+            cfg = config.model_copy(deep=True)
+            cfg.eval.seed = s
+            cfg.eval.label = f"{base_label}/seed-{s}"
+            sub = prepare_seed_run(out, s, [i.id for i in items])
+            summaries += run_phases(cfg, sub, items, per_seed, generator=generator, **kw)
+    finally:
+        if generator is not None and hasattr(generator, "unload"):
+            generator.unload()
+    return summaries
+
+
+def _import_external(config, args, items) -> None:
+    """--images DIR: the folder's images become this run's generate rows, judged like any other."""
+    from pathlib import Path
+
+    from orig_local.errors import UsageError
+    from orig_local.evaluation.external import external_label, import_images
+
+    if args.phase != "judge":
+        raise UsageError("--images judges images made elsewhere: use it with --phase judge",
+                         hint=f"orig eval --phase judge --images {args.images} --out DIR ...")
+    name = args.images_name or Path(args.images).resolve().name
+    config.generator.preset = None  # the images' provenance is the external system, never a preset
+    config.generator.model = external_label(name)
+    counts = import_images(items, Path(args.out), args.images, name)
+    print(f"imported {counts['imported']} image(s) from {args.images} as {external_label(name)!r}"
+          + (f", {counts['kept']} already imported" if counts["kept"] else "")
+          + (f"; {counts['missing']} item(s) WITHOUT an image (failed rows, not judged)" if counts["missing"] else "")
+          + (f"; {counts['unused']} image(s) match no selected item" if counts["unused"] else ""))
+
+
 def exit_status(summaries, command: str = "orig eval") -> int:
     """0 when no item failed; else 1, with the counts (and how to rerun them) on stderr."""
     import sys
@@ -190,16 +252,28 @@ def run(args) -> int:
     items = select_items(items, ids=_csv_list(args.ids), limit=args.limit)
     if not items:
         raise UsageError("no items selected", hint="check --classes/--ids/--limit")
-    summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
-                           retry_degraded=args.retry_degraded, data_identity=identity)
+    if args.images:
+        _import_external(config, args, items)
+    if args.seeds:
+        summaries = _run_seeds(config, args, items, phases, shard, identity)
+    else:
+        summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
+                               retry_degraded=args.retry_degraded, data_identity=identity)
+    from orig_local.evaluation.phases.common import summary_line
+
     for s in summaries:
-        print(json.dumps(s.to_dict()))
+        print(json.dumps(s.to_dict()) if args.json else summary_line(s))
     if args.phase == "all" and not args.no_report and not (shard and shard[1] > 1):
         from orig_local.evaluation.report import build_report
+        from orig_local.evaluation.seeds import expand_runs, seed_report
 
-        written = build_report([args.out], judge_name=ev.judge_name, n_boot=ev.bootstrap, ci=ev.ci,
-                               seed=ev.bootstrap_seed, errors=ev.judge_errors)
+        dirs, groups = expand_runs([args.out])  # --seeds: each seed a row, then their mean
+        written = build_report(dirs, Path(args.out) / "report", judge_name=ev.judge_name, n_boot=ev.bootstrap,
+                               ci=ev.ci, seed=ev.bootstrap_seed, errors=ev.judge_errors)
         print((Path(written["accuracy"])).read_text(encoding="utf-8"))
+        if groups:
+            print(seed_report(groups, Path(written["report"]).parent, judge_name=ev.judge_name,
+                              errors=ev.judge_errors, n_boot=ev.bootstrap, ci=ev.ci, seed=ev.bootstrap_seed))
         print(f"report: {written['report']}")
     return exit_status(summaries)
 

@@ -44,6 +44,16 @@ def _preflight(config) -> None:
         load_preset(config.generator.preset)  # ConfigError listing the known presets
 
 
+def _models(config) -> str:
+    """What is about to load, stand-ins named as such."""
+    backbone = config.backbone
+    name = backbone.preset or backbone.model or "?"
+    if backbone.backend in ("simulated", "scripted"):
+        name = f"the {backbone.backend.upper()} backbone (a stand-in, not a model)"
+    gen = config.generator.preset or config.generator.model
+    return f"backbone {name}" + (f", generator {gen}" if gen else ", no generator")
+
+
 def run(args) -> int:
     import sys
 
@@ -55,7 +65,15 @@ def run(args) -> int:
     config = config_from_args(args)
     _preflight(config)
     out = args.out or _default_out(args.prompt)
-    result = run_agent(args.prompt, config=config, out_dir=out)
+    lines = None
+    if config.progress:  # --quiet: none
+        from orig_local.cli.progress import StageLines
+
+        lines = StageLines()
+        lines.say(f"condition {config.agent.condition}: loading {_models(config)}")
+    result = run_agent(args.prompt, config=config, out_dir=out, progress=lines)
+    if lines is not None:
+        lines.say(f"done: {result.status}")
     print(result.final_prompt)
     print(f"\nwrote {out}/ (trace.html, trace.json, prompt.txt"
           + (", image.png" if result.image is not None else "")

@@ -78,11 +78,15 @@ def run(args) -> int:
 
     from orig_local.evaluation.report import build_report
     from orig_local.evaluation.rundir import check_run_dir
+    from orig_local.evaluation.seeds import expand_runs, seed_report
     from orig_local.labels import SIMULATED, TINY
 
     for run_dir in args.runs:  # a missing or empty folder: exit 2, and no report folder created
         check_run_dir(run_dir)
-    written = build_report(args.runs, args.out, judge_name=args.judge_name, baseline=args.baseline,
+    run_dirs, seed_groups = expand_runs(args.runs)  # a multi-seed run (--seeds): each seed a row
+    if seed_groups and args.out is None and len(run_dirs) > 1:
+        args.out = str(Path(args.runs[0]) / "report")
+    written = build_report(run_dirs, args.out, judge_name=args.judge_name, baseline=args.baseline,
                            n_boot=args.bootstrap, ci=args.ci, seed=args.seed, errors=args.errors,
                            gallery=not args.no_gallery, allow_mixed_judges=args.allow_mixed_judges,
                            data=args.data, benchmark=args.benchmark, ids=_csv_list(args.ids),
@@ -93,6 +97,10 @@ def run(args) -> int:
             print(f"NOTE: {label}")
     print(Path(written["status"]).read_text(encoding="utf-8"))
     print(Path(written["accuracy"]).read_text(encoding="utf-8"))
+    if seed_groups:
+        print(seed_report(seed_groups, Path(written["report"]).parent, judge_name=args.judge_name, errors=args.errors,
+                          n_boot=args.bootstrap, ci=args.ci, seed=args.seed))
+        written["seeds"] = Path(written["report"]).parent / "seeds.md"
     from orig_local.evaluation.wise_score import wise_report
 
     wise = wise_report(args.runs, args.wise_score, args.judge_name, args.errors, out=Path(written["accuracy"]).parent,

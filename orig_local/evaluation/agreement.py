@@ -96,13 +96,16 @@ def judge_answers(run_dir: str | Path, judge_name: str | None = None) -> tuple[d
 
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float:
+    """Cohen's kappa of two raters' true/false answers; NaN where it is undefined: no items, or
+    chance agreement 1 (both raters constant and equal: 0/0 in the standard definition, as
+    sklearn's cohen_kappa_score gives). Never 1.0 for raters that show no variation."""
     n = len(a)
     if not n:
         return math.nan
     po = sum(x == y for x, y in zip(a, b, strict=True)) / n
     pa, pb = sum(a) / n, sum(b) / n
     pe = pa * pb + (1 - pa) * (1 - pb)
-    return 1.0 if pe == 1 else (po - pe) / (1 - pe)
+    return math.nan if pe == 1 else (po - pe) / (1 - pe)
 
 
 def agreement(judge: dict, human: dict, expected: dict, classes: dict) -> dict:

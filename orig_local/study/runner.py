@@ -25,8 +25,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orig_local.errors import PreflightError, UsageError
+from orig_local.evaluation.rundir import phase_file
 from orig_local.study.commands import eval_command, report_command
 from orig_local.study.plan import Plan, RunSpec
+from orig_local.study.progress import RowCounter, wait_with_progress
 from orig_local.study.schedule import Step, build_schedule, render_schedule
 from orig_local.study.servers import StudyServer
 from orig_local.study.status import select_ids, status_table, study_status
@@ -135,6 +137,7 @@ class StudyRunner:
         self.failures: list[str] = []
         self.server: StudyServer | None = None
         self.child: subprocess.Popen | None = None
+        self.progress_interval_s = 30.0  # a progress line at most this often while a phase runs
 
     # ------------------------------------------------------------------ steps
     def phase_env(self) -> dict[str, str]:
@@ -143,7 +146,7 @@ class StudyRunner:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in self.plan.gpus.devices)
         return env
 
-    def run_command(self, cmd: list[str], log_path: Path, **event) -> int:
+    def run_command(self, cmd: list[str], log_path: Path, progress: RowCounter | None = None, **event) -> int:
         from orig_local.study.guard import set_parent_death_signal
 
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -154,13 +157,23 @@ class StudyRunner:
             # (SIGINT, then SIGTERM, then SIGKILL) before it stops the server.
             self.child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.phase_env(),
                                           start_new_session=True, preexec_fn=set_parent_death_signal)
+            todo, label = event.get("todo"), event.get("phase", "items")
             if event:
                 self.events.write(event.pop("event"), child_pid=self.child.pid, **event)
             try:
-                return self.child.wait()
+                if progress is None:
+                    return self.child.wait()
+                return wait_with_progress(self._wait_child, progress, todo, self.echo, label, self.progress_interval_s)
             finally:
                 stop_process_group(self.child)
                 self.child = None
+
+    def _wait_child(self, timeout: float) -> int | None:
+        assert self.child is not None
+        try:
+            return self.child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def run_phase(self, step: Step) -> None:
         run, phase = step.run, step.phase
@@ -179,8 +192,10 @@ class StudyRunner:
         log_path = self.logs / f"{run.label}.{phase}.log"
         self.echo(f"    {phase:<9} {run.label} ...")
         started = time.monotonic()
-        rc = self.run_command(cmd, log_path, event="phase_start", run=run.label, phase=phase, todo=step.todo,
-                              command=cmd)
+        judge_name = self.plan.judge.name if phase in ("judge", "retrieval") else None
+        rows = RowCounter(phase_file(self.plan.run_dir(run), phase, judge_name))
+        rc = self.run_command(cmd, log_path, rows, event="phase_start", run=run.label, phase=phase,
+                              todo=step.todo, command=cmd)
         seconds = round(time.monotonic() - started, 1)
         self.events.write("phase_end", run=run.label, phase=phase, rc=rc, seconds=seconds)
         if rc in (EXIT_INTERRUPTED, -signal.SIGINT):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,3 +165,21 @@ def phase_store(run_dir: Path, phase: str, shard: tuple[int, int], judge_name: s
 
 async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+def summary_line(summary: Mapping[str, Any]) -> str:
+    """One readable line for a phase summary (``orig eval`` prints it; ``--json`` prints the dict):
+    ``judge: ran 3 (ok 2, degraded 0, failed 1), skipped 5, waiting 0 in 12.3 s -> judge.jsonl``."""
+    s = summary
+    parts = f"{s['phase']}: ran {s['ran']} (ok {s['ok']}, degraded {s['degraded']}, failed {s['failed']})"
+    if s.get("skipped"):
+        earlier = ", ".join(f"{k} {v}" for k, v in sorted((s.get("earlier") or {}).items()))
+        parts += f", skipped {s['skipped']} already done" + (f" ({earlier})" if earlier else "")
+    if s.get("waiting"):
+        parts += f", {s['waiting']} waiting for the previous phase"
+    parts += f" in {float(s.get('seconds') or 0):.1f} s"
+    if s.get("file"):
+        parts += f" -> {s['file']}"
+    if s.get("stopped"):
+        parts += f"; STOPPED: {s['stopped']}"
+    return parts
