@@ -117,7 +117,25 @@ def test_load_counter_ignores_toy_vocabularies(tmp_path, monkeypatch):
     if not (tiny / "tokenizer.json").is_file():
         pytest.skip("tiny qwen2_5_vl not built")
     counter = load_counter(tiny)
-    assert isinstance(counter, EstimateCounter)
+    assert str(tiny) not in counter.name and "qwen2_5_vl" not in counter.name  # any source but the toy one
+
+
+def test_vendor_sdk_ranks_are_qwens(monkeypatch):
+    """Offline, with no tokenizer.json cached: the Qwen ranks Alibaba ships in its DashScope SDK
+    give the real Qwen2 ids (not an estimate that happens to agree)."""
+    from orig_local.llm import tokens
+
+    ranks = tokens._vendor_ranks()
+    if ranks is None:
+        pytest.skip("the DashScope SDK is not installed (pip install 'orig-local[tokens]')")
+    pytest.importorskip("tiktoken")
+    monkeypatch.setattr(tokens, "_hf_cache_candidates", lambda: [])
+    counter = load_counter()
+    assert counter.exact and "dashscope" in counter.name
+    assert counter.encoding.encode_ordinary("Hello world") == [9707, 1879]  # Qwen2's ids
+    assert counter.count("2025") == 4  # digits one by one
+    assert counter.count("北京天安门") < 5  # merged CJK, unlike the estimate's one per character
+    assert counter.count("x" * 250_000) > 0  # chunked: no stack overflow on a huge page
 
 
 def test_real_qwen2_tokenizer_when_cached():

@@ -5,9 +5,14 @@ Text is counted with the real Qwen2 byte-level BPE when one is available, in thi
 1. the official ``tokenizer.json`` of a cached model (a folder given, or the Hugging Face
    cache's ``Qwen/Qwen2.5-VL-*`` snapshots: Qwen's own files, Apache-2.0), read with Hugging
    Face's ``tokenizers`` - only if its vocabulary is the real one (>= 151,643 ranks; the tiny
-   test models carry a toy vocabulary and are not used for counting). No third-party
-   repackaging of Qwen's ranks is used (their provenance and licence cannot be checked);
-2. otherwise an estimate (one token per ~4 characters of UTF-8, more for CJK), and the counter
+   test models carry a toy vocabulary and are not used for counting);
+2. the Qwen BPE ranks Alibaba ships in its own DashScope SDK (``dashscope/resources/
+   qwen.tiktoken``, Apache-2.0; the ``tokens`` extra installs it), read with OpenAI's
+   ``tiktoken`` and Qwen's own pre-tokenisation pattern and NFC normalisation (what the SDK's
+   ``QwenTokenizer`` does; the package is not imported). The same 151,643 ranks as Qwen2/2.5's
+   ``tokenizer.json``. No third-party repackaging of Qwen's ranks is used (their provenance and
+   licence cannot be checked);
+3. otherwise an estimate (one token per ~4 characters of UTF-8, more for CJK), and the counter
    says so: ``exact`` is False and ``name`` starts with ``estimate``.
 
 Images are counted with Qwen2.5-VL's rule (transformers ``Qwen2VLImageProcessor`` /
@@ -98,6 +103,49 @@ class _HFCounter:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
 
 
+class _VendorRanksCounter:
+    """Qwen's BPE ranks from Alibaba's DashScope SDK, encoded with tiktoken (module doc, 2)."""
+
+    exact = True
+    # Qwen's pre-tokenisation (dashscope/tokenizers/qwen_tokenizer.py, Qwen2's tokenizer.json alike)
+    PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+               r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+    CHUNK = 100_000  # tiktoken's recursive merge can overflow its stack on huge inputs
+
+    def __init__(self, ranks_file: Path):
+        import base64
+
+        import tiktoken
+
+        ranks = {base64.b64decode(token): int(rank) for token, rank in
+                 (line.split() for line in ranks_file.read_bytes().splitlines() if line)}
+        self.encoding = tiktoken.Encoding("qwen-dashscope", pat_str=self.PATTERN, mergeable_ranks=ranks,
+                                          special_tokens={})
+        self.name = f"Qwen BPE ranks ({ranks_file.parent.parent.name} SDK, tiktoken)"
+
+    def count(self, text: str) -> int:
+        import unicodedata
+
+        text = unicodedata.normalize("NFC", text)
+        return sum(len(self.encoding.encode_ordinary(text[i: i + self.CHUNK]))
+                   for i in range(0, len(text), self.CHUNK))
+
+
+def _vendor_ranks() -> Path | None:
+    """``qwen.tiktoken`` inside an installed DashScope SDK (found without importing it)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("dashscope")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "resources" / "qwen.tiktoken"
+        if path.is_file():
+            return path
+    return None
+
+
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
@@ -143,6 +191,16 @@ def load_counter(tokenizer_dir: str | Path | None = None) -> TextCounter:
             if size >= QWEN2_VOCAB:
                 return _HFCounter(path)
             log.debug("%s has %d ranks, not Qwen2's vocabulary: not used for counting", path, size)
+    ranks = _vendor_ranks()
+    if ranks is not None:
+        try:
+            counter = _VendorRanksCounter(ranks)
+        except ImportError:
+            log.debug("tiktoken is not installed: the SDK's Qwen ranks cannot be read")
+        else:
+            if counter.encoding.n_vocab >= QWEN2_VOCAB:
+                return counter
+            log.debug("%s has %d ranks, not Qwen2's vocabulary: not used", ranks, counter.encoding.n_vocab)
     return EstimateCounter()
 
 
