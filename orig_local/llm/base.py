@@ -8,10 +8,12 @@ its bounded retry live here once, so all backends behave the same.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import io
 import json
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,21 +30,51 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- messages
 
 
+# Formats sent as they came (no decode, no re-encode): the ones the OpenAI chat API documents
+# for image_url data URIs. vLLM and transformers serve decode with PIL and take all three.
+# Anything else (BMP, TIFF, a PIL image in memory) is encoded once as PNG.
+WIRE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
+
+
+class _Encoded:
+    """The wire form of one picture, shared by every :class:`ImageRef` over it: computed once
+    (under a lock, so two threads never encode the same picture twice)."""
+
+    __slots__ = ("data_uri", "lock", "mime", "nbytes", "sha256", "size")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.data_uri: bytes | None = None  # ASCII; bytes so a request body can point at it
+        self.sha256: str | None = None
+        self.mime: str | None = None
+        self.nbytes = 0
+        self.size: tuple[int, int] | None = None
+
+
 class ImageRef:
     """An image inside a chat message: a PIL image, a file path or encoded bytes.
 
-    Decoding is lazy; :meth:`png_sha256` hashes the canonical PNG bytes so the same picture from
-    a path or from memory gives the same cache key.
+    Nothing is decoded up front. :meth:`prepare` turns the picture into what goes on the wire
+    once: a PNG/JPEG/WebP file or byte string is sent as it came (only its header is read), any
+    other source is encoded as PNG. Wrapping an ImageRef in another shares that work, so a
+    picture sent in eight requests is read and encoded once. :meth:`sha256` (cache keys) hashes
+    the bytes sent.
     """
+
+    label: str | None
+    _enc: _Encoded
 
     def __init__(self, source: Any, label: str | None = None):
         if isinstance(source, ImageRef):
-            source, label = source.source, label or source.label
+            self.source: Any = source.source
+            self.label = label or source.label
+            self._enc = source._enc
+            return
         if isinstance(source, str):
             source = Path(source)
-        self.source: Any = source
+        self.source = source
         self.label = label
-        self._png: bytes | None = None
+        self._enc = _Encoded()
 
     def to_pil(self):
         from PIL import Image
@@ -55,18 +87,82 @@ class ImageRef:
                 return im.convert("RGB")
         return self.source.convert("RGB")
 
-    def png_bytes(self) -> bytes:
-        if self._png is None:
-            buf = io.BytesIO()
-            self.to_pil().save(buf, format="PNG")
-            self._png = buf.getvalue()
-        return self._png
+    @property
+    def prepared(self) -> bool:
+        return self._enc.data_uri is not None
 
-    def png_sha256(self) -> str:
-        return hashlib.sha256(self.png_bytes()).hexdigest()
+    def prepare(self) -> ImageRef:
+        """Compute the wire form (blocking: file read, maybe a PNG encode, hash, base64). Call
+        it in a worker thread from async code; :meth:`BaseChatModel.chat` does."""
+        enc = self._enc
+        if enc.data_uri is not None:
+            return self
+        with enc.lock:
+            if enc.data_uri is None:
+                data, mime, size = self._wire_bytes()
+                enc.sha256 = hashlib.sha256(data).hexdigest()
+                enc.mime, enc.size, enc.nbytes = mime, size, len(data)
+                enc.data_uri = f"data:{mime};base64,".encode("ascii") + base64.b64encode(data)
+        return self
+
+    def _wire_bytes(self) -> tuple[bytes, str, tuple[int, int]]:
+        from PIL import Image
+
+        raw: bytes | None = None
+        if isinstance(self.source, Path):
+            raw = self.source.read_bytes()
+        elif isinstance(self.source, (bytes, bytearray)):
+            raw = bytes(self.source)
+        if raw is not None:
+            with Image.open(io.BytesIO(raw)) as im:  # reads the header only
+                mime = WIRE_FORMATS.get(im.format or "")
+                if mime is not None and getattr(im, "n_frames", 1) == 1:
+                    return raw, mime, tuple(im.size)  # type: ignore[return-value]
+        picture = self.to_pil()
+        buf = io.BytesIO()
+        picture.save(buf, format="PNG")
+        return buf.getvalue(), "image/png", tuple(picture.size)  # type: ignore[return-value]
+
+    def data_uri_bytes(self) -> bytes:
+        """``data:<mime>;base64,...`` of the bytes sent, as ASCII bytes (one shared object)."""
+        return self.prepare()._enc.data_uri  # type: ignore[return-value]
+
+    def data_uri(self) -> str:
+        """:meth:`data_uri_bytes` as a string (a copy)."""
+        return self.data_uri_bytes().decode("ascii")
+
+    def sha256(self) -> str:
+        """SHA-256 of the bytes sent (the file's own bytes, or the PNG encoding)."""
+        return self.prepare()._enc.sha256  # type: ignore[return-value]
+
+    png_sha256 = sha256  # the earlier name, from when every image was re-encoded as PNG
+
+    @property
+    def mime(self) -> str:
+        return self.prepare()._enc.mime  # type: ignore[return-value]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) without decoding the pixels."""
+        if self._enc.size is not None:
+            return self._enc.size
+        if hasattr(self.source, "size") and not callable(self.source.size):
+            return tuple(self.source.size)  # type: ignore[return-value]
+        from PIL import Image
+
+        opened = Image.open(self.source if isinstance(self.source, Path) else io.BytesIO(self.source))
+        with opened as im:
+            return tuple(im.size)  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"ImageRef({self.label or type(self.source).__name__})"
+
+
+def prepare_images(messages: Sequence[Message]) -> None:
+    """Compute the wire form of every image in ``messages`` (blocking; see ImageRef.prepare)."""
+    for m in messages:
+        for image in m.images:
+            image.prepare()
 
 
 Part = str | ImageRef
@@ -98,7 +194,7 @@ class Message:
         """JSON-able form with images replaced by their content hash (cache keys, traces)."""
         return {
             "role": self.role,
-            "parts": [p if isinstance(p, str) else {"image_sha256": p.png_sha256()} for p in self.parts],
+            "parts": [p if isinstance(p, str) else {"image_sha256": p.sha256()} for p in self.parts],
         }
 
 
@@ -347,6 +443,9 @@ class BaseChatModel:
         :class:`StructuredOutputError`. Temperature-0 calls are served from the cache."""
         messages = list(messages)
         self._check_images(messages)
+        if any(not image.prepared for m in messages for image in m.images):
+            # reading, encoding and hashing images is CPU work: keep it off the event loop
+            await asyncio.to_thread(prepare_images, messages)
         temperature = self.config.temperature if temperature is None else temperature
         max_tokens = max_tokens or self.config.max_tokens
         use_cache = self.cache is not None and self.config.cache and temperature == 0.0

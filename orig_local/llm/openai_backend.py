@@ -1,8 +1,8 @@
 """Chat backend for any OpenAI-compatible server: by default a local ``vllm serve``.
 
-One request per :meth:`_complete`, over ``httpx.AsyncClient``. Images travel inline as PNG
-data URIs (``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``), so the
-server needs no file access.
+One request per :meth:`_complete`, over ``httpx.AsyncClient``. Images travel inline as data URIs
+(``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``), so the server
+needs no file access: a PNG, JPEG or WebP file as it is, anything else encoded once as PNG.
 
 How a pydantic schema is sent (``ChatConfig.structured_mode``):
 
@@ -34,10 +34,12 @@ Server and key: ``base_url`` defaults to ``$OPENAI_BASE_URL`` (else a local vLLM
 from __future__ import annotations
 
 import asyncio
-import base64
+import json
 import logging
 import math
 import random
+import secrets
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -49,6 +51,7 @@ from orig_local.llm.base import (
     ChatError,
     ChatHTTPError,
     Completion,
+    ImageRef,
     Message,
     Usage,
     schema_json,
@@ -61,20 +64,53 @@ log = logging.getLogger(__name__)
 RETRY_STATUS = {429, 500, 502, 503, 504}
 MAX_BACKOFF_S = 60.0
 CONNECTIONS_PER_CLIENT = 16
+STREAM_SLICE = 256 * 1024  # bytes of a request body handed to the socket at once
 
 
-def message_to_openai(message: Message) -> dict[str, Any]:
-    """One :class:`Message` in OpenAI chat format (text-only turns as a plain string)."""
+def message_to_openai(message: Message, image_url: Callable[[ImageRef], str] | None = None) -> dict[str, Any]:
+    """One :class:`Message` in OpenAI chat format (text-only turns as a plain string).
+    ``image_url`` gives each image's URL (default: its data URI)."""
     if not message.images:
         return {"role": message.role, "content": message.text}
+    url_of = image_url or ImageRef.data_uri
     content: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, str):
             content.append({"type": "text", "text": part})
         else:
-            b64 = base64.b64encode(part.png_bytes()).decode("ascii")
-            content.append({"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}})
+            content.append({"type": "image_url", "image_url": {"url": url_of(part)}})
     return {"role": message.role, "content": content}
+
+
+class StreamedBody:
+    """A JSON request body whose images are not copied into it.
+
+    The body is serialised with a placeholder per image, then sent as the pieces between them
+    and each image's shared data URI bytes. Eight questions about one 3 MB picture would
+    otherwise build, hold and copy eight 4 MB JSON strings (client CPU and memory that grow
+    with the requests in flight); this way a request adds only its text."""
+
+    def __init__(self, body: dict[str, Any], images: list[ImageRef], marker: str):
+        text = json.dumps(body, ensure_ascii=False)
+        pieces = text.split(marker)
+        self.chunks: list[bytes] = [pieces[0].encode()]
+        for piece in pieces[1:]:
+            k, rest = piece.split("@@", 1)
+            # a data URI is base64 ASCII: nothing in it needs JSON escaping
+            self.chunks += [images[int(k)].data_uri_bytes(), rest.encode()]
+        self.length = sum(len(c) for c in self.chunks)
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        # In slices: the socket layer copies whatever it cannot send at once into its buffer,
+        # so a whole 4 MB image per request in flight would be copied again.
+        for chunk in self.chunks:
+            view = memoryview(chunk)
+            for start in range(0, len(view), STREAM_SLICE):
+                yield view[start:start + STREAM_SLICE]  # type: ignore[misc]
+
+    def json(self) -> dict[str, Any]:
+        """The whole body as a dict (tests, debugging)."""
+        return json.loads(b"".join(self.chunks))
 
 
 def parse_top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
@@ -133,14 +169,16 @@ class OpenAIChatModel(BaseChatModel):
         temperature: float,
         max_tokens: int,
         logprobs: int | None,
+        image_url: Callable[[ImageRef], str] | None = None,
     ) -> dict[str, Any]:
-        """The JSON body of one ``/chat/completions`` request."""
+        """The JSON body of one ``/chat/completions`` request (``image_url``: see
+        :func:`message_to_openai`)."""
         mode = self.config.structured_mode
         if schema is not None and mode == "prompt":
             messages = with_schema_instruction(messages, schema)
         body: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [message_to_openai(m) for m in messages],
+            "messages": [message_to_openai(m, image_url) for m in messages],
             "temperature": temperature,
             "top_p": self.config.top_p,
             "max_tokens": max_tokens,
@@ -193,14 +231,20 @@ class OpenAIChatModel(BaseChatModel):
                 pass
         return min(delay, MAX_BACKOFF_S)
 
-    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, path: str, body: dict[str, Any] | StreamedBody) -> httpx.Response:
+        if isinstance(body, StreamedBody):
+            headers = {"Content-Type": "application/json", "Content-Length": str(body.length)}
+            return await self._http().post(path, content=body.stream(), headers=headers)
+        return await self._http().post(path, json=body)
+
+    async def post(self, path: str, body: dict[str, Any] | StreamedBody) -> dict[str, Any]:
         """POST with bounded retries on connection errors, 5xx and 429."""
         retries = self.config.connect_retries
         last = ""
         for attempt in range(retries + 1):
             retry_after = None
             try:
-                response = await self._http().post(path, json=body)
+                response = await self._send(path, body)
             except httpx.TransportError as exc:  # refused, reset, timed out, bad protocol
                 last = f"{type(exc).__name__}: {exc}"
             else:
@@ -225,9 +269,16 @@ class OpenAIChatModel(BaseChatModel):
     # ------------------------------------------------------------------ protocol
 
     async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs) -> Completion:
+        images: list[ImageRef] = []
+        marker = f"@@orig-image-{secrets.token_hex(8)}-"
+
+        def placeholder(image: ImageRef) -> str:
+            images.append(image)
+            return f"{marker}{len(images) - 1}@@"
+
         body = self.build_request(messages, schema=schema, temperature=temperature,
-                                  max_tokens=max_tokens, logprobs=logprobs)
-        data = await self.post("/chat/completions", body)
+                                  max_tokens=max_tokens, logprobs=logprobs, image_url=placeholder)
+        data = await self.post("/chat/completions", StreamedBody(body, images, marker) if images else body)
         try:
             choice = data["choices"][0]
             text = choice["message"]["content"]
