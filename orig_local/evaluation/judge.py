@@ -66,6 +66,9 @@ class Verdict:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # why the judge's last reply ended: "stop", or "length" = cut at max_tokens (``truncated``)
+    finish_reason: str | None = None
+    truncated: bool = False
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -194,6 +197,13 @@ def _templates(templates_dir: Path | None):
     return PromptTemplates(TEMPLATES_DIR, templates_dir, trim_blocks=False)
 
 
+def record_finish(verdict: Verdict, reply: Any) -> None:
+    """Put on the verdict why the judge's last reply ended, so a cut reply shows on its row and
+    not only in an error text."""
+    verdict.finish_reason = getattr(reply, "finish_reason", None)  # a reply, or StructuredOutputError
+    verdict.truncated = verdict.finish_reason == "length"
+
+
 # --------------------------------------------------------------------------- images
 
 
@@ -301,6 +311,7 @@ class Judge:
 
     def _finish(self, verdict: Verdict, value, raw, reply) -> Verdict:
         verdict.raw = raw
+        record_finish(verdict, reply)
         if isinstance(reply, Exception):
             verdict.error = f"{type(reply).__name__}: {str(reply)[:300]}"
             usage = getattr(reply, "usage", None)

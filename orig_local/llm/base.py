@@ -266,20 +266,34 @@ class ChatConnectionError(ChatError):
 
 
 class ChatHTTPError(ChatError):
-    """The server answered with an HTTP error that a retry does not fix (4xx: wrong model name,
-    bad request, auth). Like :class:`ChatConnectionError`, a transport/server failure."""
+    """The server answered with an HTTP error that a retry does not fix and that every request
+    would get (wrong model name, auth). Like :class:`ChatConnectionError`, a transport/server
+    failure: the server (or how it is reached) needs fixing."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class ChatRequestRefused(ChatHTTPError):
+    """A healthy server refused this one request (HTTP 400/413/422: too long for the context
+    window, a schema it cannot compile, ...). The request's fault, not the server's: the item
+    records the error, and the circuit breaker, which stops a phase whose server is down, does
+    not count it."""
 
 
 # A reply that never came for a transport/server reason (not a reply that was invalid): what
 # makes a benchmark item *failed* rather than *degraded*. Stage records and verdicts keep the
 # error as "<ClassName>: message", so the names identify it there too.
 TRANSPORT_ERRORS: tuple[type[ChatError], ...] = (ChatConnectionError, ChatHTTPError)
+NOT_TRANSPORT: tuple[type[ChatError], ...] = (ChatRequestRefused,)
 
 
 def is_transport_error(error: BaseException | str | None) -> bool:
-    """True for a transport/server failure, given the exception or its "<ClassName>: ..." text."""
+    """True for a transport/server failure, given the exception or its "<ClassName>: ..." text.
+    A refused request (:class:`ChatRequestRefused`) is not one: its server answered."""
     if isinstance(error, BaseException):
-        return isinstance(error, TRANSPORT_ERRORS)
+        return isinstance(error, TRANSPORT_ERRORS) and not isinstance(error, NOT_TRANSPORT)
     return bool(error) and str(error).startswith(tuple(f"{c.__name__}:" for c in TRANSPORT_ERRORS))
 
 
@@ -291,6 +305,7 @@ class StructuredOutputError(ChatError):
         self.raw_texts = raw_texts
         self.errors = errors
         self.usage = usage
+        self.finish_reason: str | None = None  # of the last attempt, when it says more than "stop"
         last = raw_texts[-1][:200] if raw_texts else ""
         super().__init__(
             f"no valid {schema} after {len(raw_texts)} attempt(s); last error: "
@@ -306,6 +321,7 @@ class ReplyTruncatedError(StructuredOutputError):
     def __init__(self, schema: str, raw_texts: list[str], errors: list[str], usage: Usage, max_tokens: int):
         super().__init__(schema, raw_texts, errors, usage)
         self.max_tokens = max_tokens
+        self.finish_reason = "length"
         tail = raw_texts[-1][-80:] if raw_texts else ""
         self.args = (
             f"{schema} reply cut at max_tokens={max_tokens} (finish_reason=length) before its JSON "
@@ -481,9 +497,7 @@ class BaseChatModel:
                     log.debug("invalid %s reply (attempt %d): %s", schema.__name__, attempt, error)
                     invalid.append(completion.text)
                     errors.append(error)
-                    # A temperature-0 retry of the same request returns the same text, so the
-                    # retry shows the model its reply and the validation error instead.
-                    convo = list(messages) + [assistant(completion.text), user(RETRY_NOTE.format(error=error))]
+                    convo = self._retry_conversation(messages, completion, error, max_tokens)
             else:
                 assert schema is not None  # without a schema the first reply is taken
                 if completion.finish_reason == "length":
@@ -506,6 +520,27 @@ class BaseChatModel:
                 "finish_reason": reply.finish_reason,
             })
         return reply
+
+    def _retry_conversation(self, messages: list[Message], completion: Completion, error: str,
+                            max_tokens: int) -> list[Message]:
+        """The next attempt after an invalid reply. A temperature-0 retry of the same request
+        returns the same text, so the retry shows the model its reply and the error. But not a
+        reply cut at ``max_tokens``, and not when the known context window
+        (``context_tokens``) has no room for it: a prompt that already fills its budget plus a
+        whole reply overflows the window, which the server refuses (HTTP 400) - the retry
+        then says what went wrong without quoting the reply."""
+        note = user(RETRY_NOTE.format(error=error))
+        if completion.finish_reason == "length":
+            return list(messages) + [note]
+        window = self.config.context_tokens
+        prompt = completion.usage.prompt_tokens
+        if window and prompt:
+            # what the next request holds: this prompt, the reply, the note (~4 chars/token,
+            # rounded up generously) and room for a whole new reply
+            needed = prompt + completion.usage.completion_tokens + len(note.text) // 3 + 16 + max_tokens
+            if needed > window:
+                return list(messages) + [note]
+        return list(messages) + [assistant(completion.text), note]
 
     def _from_cache(self, hit: dict[str, Any], schema: type[BaseModel] | None) -> ChatReply:
         parsed = parse_structured(hit["text"], schema) if schema else None

@@ -22,8 +22,9 @@ How a pydantic schema is sent (``ChatConfig.structured_mode``):
 
 In every mode the reply is validated by :class:`~orig_local.llm.base.BaseChatModel` with a
 bounded retry. Connection errors, HTTP 5xx and 429 are retried ``connect_retries`` times with
-exponential backoff and jitter, then raise :class:`ChatConnectionError`; any other HTTP error
-raises :class:`ChatError` with the server's message. A reply cut at ``max_tokens``
+exponential backoff and jitter, then raise :class:`ChatConnectionError`; HTTP 400/413/422 raise
+:class:`~orig_local.llm.base.ChatRequestRefused` (the request's fault: the server is up), any
+other HTTP error :class:`ChatHTTPError` with the server's message. A reply cut at ``max_tokens``
 (``finish_reason: length``) is recorded on the reply; a cut structured reply raises
 :class:`~orig_local.llm.base.ReplyTruncatedError` instead of a JSON parse error.
 
@@ -50,6 +51,7 @@ from orig_local.llm.base import (
     ChatConnectionError,
     ChatError,
     ChatHTTPError,
+    ChatRequestRefused,
     Completion,
     ImageRef,
     Message,
@@ -62,6 +64,10 @@ from orig_local.llm.config import ChatConfig
 log = logging.getLogger(__name__)
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
+# The request's fault (vLLM: 400 for a prompt past --max-model-len or a bad schema, 413 too
+# large, 422 invalid fields): the server is healthy. 401/403/404 stay server errors - wrong
+# key or model name, which every request would get.
+REFUSED_STATUS = {400, 413, 422}
 MAX_BACKOFF_S = 60.0
 CONNECTIONS_PER_CLIENT = 16
 STREAM_SLICE = 256 * 1024  # bytes of a request body handed to the socket at once
@@ -253,10 +259,15 @@ class OpenAIChatModel(BaseChatModel):
                         return response.json()
                     except ValueError as exc:
                         raise ChatError(f"{self.base_url}{path}: reply is not JSON: {response.text[:300]!r}") from exc
-                if response.status_code not in RETRY_STATUS:
-                    raise ChatHTTPError(
-                        f"{self.base_url}{path} answered HTTP {response.status_code}: {response.text[:1000]}"
-                    )
+                code = response.status_code
+                if code in REFUSED_STATUS:
+                    raise ChatRequestRefused(
+                        f"{self.base_url}{path} refused this request (HTTP {code}; the server is up, the "
+                        f"request is at fault, e.g. longer than its context window): {response.text[:1000]}",
+                        status=code)
+                if code not in RETRY_STATUS:
+                    raise ChatHTTPError(f"{self.base_url}{path} answered HTTP {code}: {response.text[:1000]}",
+                                        status=code)
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 retry_after = response.headers.get("retry-after")
             if attempt < retries:
