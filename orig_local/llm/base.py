@@ -513,7 +513,7 @@ class BaseChatModel:
         if reply.truncated:
             log.info("%s: reply cut at max_tokens=%d (finish_reason=length)", self.model_name, max_tokens)
         if key is not None and self.cache is not None:
-            self.cache.set(key, {
+            await self.cache.aset(key, {
                 "text": reply.text, "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens, "attempts": reply.attempts,
                 "invalid_replies": invalid, "top_logprobs": reply.top_logprobs,
