@@ -389,6 +389,7 @@ class BaseChatModel:
         self.cache = cache  # orig_local.cache.DiskCache or None
         self._semaphore: asyncio.Semaphore | None = None
         self.calls = 0  # backend requests actually sent (cache hits excluded)
+        self.cache_hits = 0  # replies served from the cache
 
     @property
     def model_name(self) -> str:
@@ -430,10 +431,22 @@ class BaseChatModel:
     ) -> Completion:
         raise NotImplementedError
 
+    def identity(self) -> dict[str, Any]:
+        """What names the model answering, for cache keys: its preset (and so hub id), revision
+        and, for a served model, the server. A re-served checkpoint under the same name must
+        not get the old one's replies."""
+        return {"preset": self.config.preset, "revision": self.config.revision}
+
+    async def served_identity(self) -> dict[str, Any] | None:
+        """What the server itself reports about the model (``/v1/models``), or None where
+        there is no server or it cannot say. Checked against a cache hit's."""
+        return None
+
     def cache_key(self, messages: Sequence[Message], schema, temperature, max_tokens, logprobs) -> str:
         request = {
             "backend": self.backend,
             "model": self.model_name,
+            "identity": self.identity(),
             "messages": [m.canonical() for m in messages],
             "schema": schema_json(schema) if schema else None,
             "temperature": temperature,
@@ -466,9 +479,14 @@ class BaseChatModel:
         max_tokens = max_tokens or self.config.max_tokens
         use_cache = self.cache is not None and self.config.cache and temperature == 0.0
         key = self.cache_key(messages, schema, temperature, max_tokens, logprobs) if use_cache else None
+        served = await self.served_identity() if key is not None else None
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            # Served by a server that now reports another model under the same name (another
+            # checkpoint, context length): not its reply. Unknown now (server down): the key's
+            # identity (name, revision, server) decides, so a finished run replays offline.
+            if hit is not None and (served is None or hit.get("served") == served):
+                self.cache_hits += 1
                 return self._from_cache(hit, schema)
 
         start = time.perf_counter()
@@ -517,7 +535,7 @@ class BaseChatModel:
                 "text": reply.text, "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens, "attempts": reply.attempts,
                 "invalid_replies": invalid, "top_logprobs": reply.top_logprobs,
-                "finish_reason": reply.finish_reason,
+                "finish_reason": reply.finish_reason, "served": served,
             })
         return reply
 

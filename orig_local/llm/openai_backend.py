@@ -71,6 +71,9 @@ REFUSED_STATUS = {400, 413, 422}
 MAX_BACKOFF_S = 60.0
 CONNECTIONS_PER_CLIENT = 16
 STREAM_SLICE = 256 * 1024  # bytes of a request body handed to the socket at once
+# Fields of a /v1/models entry that name what is served (not "created", which is the time of
+# the reply, nor vLLM's per-reply permission ids).
+SERVED_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
 
 
 def message_to_openai(message: Message, image_url: Callable[[ImageRef], str] | None = None) -> dict[str, Any]:
@@ -164,6 +167,7 @@ class OpenAIChatModel(BaseChatModel):
         self._clients: list[httpx.AsyncClient] = []
         self._clients_loop: asyncio.AbstractEventLoop | None = None
         self._next_client = 0
+        self._served: asyncio.Future | None = None  # served_identity(), asked once
 
     # ------------------------------------------------------------------ request body
 
@@ -202,6 +206,34 @@ class OpenAIChatModel(BaseChatModel):
         elif schema is not None and mode == "structured_outputs":
             body["structured_outputs"] = {"json": schema_json(schema)}
         return body
+
+    # ------------------------------------------------------------------ identity
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "server": self.base_url}
+
+    async def served_identity(self) -> dict[str, Any] | None:
+        """The stable fields of this model's ``GET /v1/models`` entry (vLLM: the weights path
+        or hub id it loaded as ``root``, ``max_model_len``), asked once per model object. None
+        when the server cannot list its models or does not answer (then nothing is checked)."""
+        loop = asyncio.get_running_loop()
+        # one request however many calls wait for it; asked again only if an earlier event
+        # loop ended before the answer came
+        if self._served is None or (not self._served.done() and self._served.get_loop() is not loop):
+            self._served = loop.create_task(self._fetch_served())
+        return await asyncio.shield(self._served)
+
+    async def _fetch_served(self) -> dict[str, Any] | None:
+        try:
+            response = await self._http().get("/models", timeout=min(10.0, self.config.timeout_s))
+            data = response.json().get("data") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            log.debug("%s/models: %s; cache hits are not checked against the server", self.base_url, exc)
+            return None
+        for entry in data if isinstance(data, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == self.config.model:
+                return {k: entry.get(k) for k in SERVED_FIELDS if entry.get(k) is not None}
+        return None
 
     # ------------------------------------------------------------------ transport
 
