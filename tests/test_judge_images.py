@@ -104,3 +104,24 @@ def test_wrapping_a_ref_shares_its_encoding(tmp_path, encodes):
     second = ImageRef(first, label="generated")
     assert second.sha256() == first.sha256()
     assert len(encodes) == 1 and second.label == "generated"
+
+
+def test_reference_images_are_bounded_and_follow_the_file(tmp_path):
+    from orig_local.evaluation.judge import ReferenceImages
+
+    paths = []
+    for k in range(4):
+        path = tmp_path / f"r{k}.png"
+        Image.new("RGB", (64, 64), (k, 0, 0)).save(path)
+        paths.append(path)
+    sizes = [p.stat().st_size * 4 // 3 for p in paths]
+    refs = ReferenceImages(max_bytes=2 * max(sizes))  # room for two, not three
+    assert 3 * min(sizes) > refs.max_bytes
+    first = refs.get(paths[0])
+    assert refs.get(str(paths[0])) is first  # the same file: the same prepared picture
+    for p in paths[1:]:
+        refs.get(p)
+    assert len(refs._refs) == 2 and refs.get(paths[0]) is not first  # evicted, least recent first
+    before = refs.get(paths[3]).sha256()
+    Image.new("RGB", (64, 64), (0, 255, 0)).save(paths[3])  # changed on disk: read again
+    assert refs.get(paths[3]).sha256() != before

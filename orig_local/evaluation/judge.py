@@ -215,7 +215,7 @@ def _prepare_all(refs: Sequence[ImageRef]) -> None:
 class ReferenceImages:
     """Reference images as prepared ImageRefs, one per file for the whole run: many items share
     a reference picture, and each would otherwise read and encode it again. Least recently
-    used pictures go first past ``max_bytes`` of files, so memory stays
+    used pictures go first past ``max_bytes`` of data URIs, so memory stays
     bounded whatever the number of references; a file changed on disk is read again."""
 
     def __init__(self, max_bytes: int = 256 * 2**20):
@@ -230,10 +230,10 @@ class ReferenceImages:
         ref = self._refs.get(key)
         if ref is None:
             ref = self._refs[key] = ImageRef(p, label="reference")
-            self._bytes += st.st_size
+            self._bytes += st.st_size * 4 // 3  # held as a base64 data URI
             while self._bytes > self.max_bytes and len(self._refs) > 1:
                 (_, _, size), _ = self._refs.popitem(last=False)
-                self._bytes -= size
+                self._bytes -= size * 4 // 3
         else:
             self._refs.move_to_end(key)
         return ref
