@@ -112,7 +112,8 @@ def test_reference_images_are_bounded_and_follow_the_file(tmp_path):
     paths = []
     for k in range(4):
         path = tmp_path / f"r{k}.png"
-        Image.new("RGB", (64, 64), (k, 0, 0)).save(path)
+        noise = __import__("random").Random(k).randbytes(64 * 64 * 3)  # files of about equal size
+        Image.frombytes("RGB", (64, 64), noise).save(path)
         paths.append(path)
     sizes = [p.stat().st_size * 4 // 3 for p in paths]
     refs = ReferenceImages(max_bytes=2 * max(sizes))  # room for two, not three
