@@ -383,6 +383,8 @@ class BaseChatModel:
     """Shared behaviour of all chat backends. Subclasses implement :meth:`_complete`."""
 
     backend = "base"
+    # True: requests carry each image's encoded bytes (ImageRef.prepare), not its pixels
+    sends_encoded_images = False
 
     def __init__(self, config: ChatConfig, cache: Any | None = None):
         self.config = config
@@ -472,12 +474,12 @@ class BaseChatModel:
         :class:`StructuredOutputError`. Temperature-0 calls are served from the cache."""
         messages = list(messages)
         self._check_images(messages)
-        if any(not image.prepared for m in messages for image in m.images):
-            # reading, encoding and hashing images is CPU work: keep it off the event loop
-            await asyncio.to_thread(prepare_images, messages)
         temperature = self.config.temperature if temperature is None else temperature
         max_tokens = max_tokens or self.config.max_tokens
         use_cache = self.cache is not None and self.config.cache and temperature == 0.0
+        if (use_cache or self.sends_encoded_images) and any(not i.prepared for m in messages for i in m.images):
+            # reading, encoding and hashing images is CPU work: keep it off the event loop
+            await asyncio.to_thread(prepare_images, messages)
         key = self.cache_key(messages, schema, temperature, max_tokens, logprobs) if use_cache else None
         served = await self.served_identity() if key is not None else None
         if key is not None and self.cache is not None:

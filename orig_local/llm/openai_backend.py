@@ -152,6 +152,7 @@ class OpenAIChatModel(BaseChatModel):
     """
 
     backend = "openai"
+    sends_encoded_images = True
 
     def __init__(self, config: ChatConfig, cache=None, transport: httpx.AsyncBaseTransport | None = None):
         super().__init__(config, cache=cache)
