@@ -44,7 +44,7 @@ class _Encoded:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.data_uri: bytes | None = None  # ASCII; bytes so a request body can point at it
+        self.data_uri: bytes | None = None  # the base64 of the bytes sent (ASCII)
         self.sha256: str | None = None
         self.mime: str | None = None
         self.nbytes = 0
@@ -102,7 +102,8 @@ class ImageRef:
                 data, mime, size = self._wire_bytes()
                 enc.sha256 = hashlib.sha256(data).hexdigest()
                 enc.mime, enc.size, enc.nbytes = mime, size, len(data)
-                enc.data_uri = f"data:{mime};base64,".encode("ascii") + base64.b64encode(data)
+                enc.data_uri = base64.b64encode(data)  # the prefix is added where it is sent
+                del data  # the raw bytes are not kept: only what goes on the wire
         return self
 
     def _wire_bytes(self) -> tuple[bytes, str, tuple[int, int]]:
@@ -123,13 +124,16 @@ class ImageRef:
         picture.save(buf, format="PNG")
         return buf.getvalue(), "image/png", tuple(picture.size)  # type: ignore[return-value]
 
-    def data_uri_bytes(self) -> bytes:
-        """``data:<mime>;base64,...`` of the bytes sent, as ASCII bytes (one shared object)."""
-        return self.prepare()._enc.data_uri  # type: ignore[return-value]
+    def data_uri_parts(self) -> tuple[bytes, bytes]:
+        """``(b"data:<mime>;base64,", base64 bytes)``: the data URI in two pieces, the second
+        one shared object, so a request body can stream it without copying."""
+        enc = self.prepare()._enc
+        return f"data:{enc.mime};base64,".encode("ascii"), enc.data_uri  # type: ignore[return-value]
 
     def data_uri(self) -> str:
-        """:meth:`data_uri_bytes` as a string (a copy)."""
-        return self.data_uri_bytes().decode("ascii")
+        """``data:<mime>;base64,...`` of the bytes sent, as a string (a copy)."""
+        prefix, b64 = self.data_uri_parts()
+        return (prefix + b64).decode("ascii")
 
     def sha256(self) -> str:
         """SHA-256 of the bytes sent (the file's own bytes, or the PNG encoding)."""

@@ -106,7 +106,7 @@ class StreamedBody:
         for piece in pieces[1:]:
             k, rest = piece.split("@@", 1)
             # a data URI is base64 ASCII: nothing in it needs JSON escaping
-            self.chunks += [images[int(k)].data_uri_bytes(), rest.encode()]
+            self.chunks += [*images[int(k)].data_uri_parts(), rest.encode()]
         self.length = sum(len(c) for c in self.chunks)
 
     async def stream(self) -> AsyncIterator[bytes]:
