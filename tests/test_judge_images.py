@@ -126,3 +126,22 @@ def test_reference_images_are_bounded_and_follow_the_file(tmp_path):
     before = refs.get(paths[3]).sha256()
     Image.new("RGB", (64, 64), (0, 255, 0)).save(paths[3])  # changed on disk: read again
     assert refs.get(paths[3]).sha256() != before
+
+
+def test_retrieval_accuracy_encodes_each_evidence_image_once(tmp_path, server, encodes):
+    from orig_local.evaluation.items import GoldFact
+    from orig_local.evaluation.phases.agent import run_agent_phase
+    from orig_local.evaluation.phases.common import AgentOutput
+    from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
+
+    pictures = [Image.new("RGB", (320, 240), (k * 90, 20, 20)) for k in range(2)]
+    item = BenchmarkItem(id="p0", prompt="p", category="others",
+                         facts=[GoldFact(id=f"f{k}", text=f"fact {k}") for k in range(4)])
+    run = tmp_path / "run"
+    run_agent_phase([item], run, lambda it: AgentOutput(final_prompt="p", evidence_texts=["page text"],
+                                                         evidence_images=pictures), progress=False)
+    judge = Judge(make_chat_model(ChatConfig(backend="openai", base_url=server.base_url, model="m", cache=False)))
+    summary = run_retrieval_phase([item], run, judge, progress=False, close=True)
+    assert summary.ok == 1 and len(server.bodies) == 4
+    assert all(len(_urls(b)) == 2 for b in server.bodies)  # every fact saw both pictures
+    assert len(encodes) == 2  # ... each read and encoded once, not once per fact
