@@ -29,8 +29,8 @@ from _bench import Samples, figure, footer, header
 from orig_local.llm import ChatConfig, make_chat_model, system, user
 
 
-def _serve_stub(port: int, latency: float) -> None:
-    body = json.dumps({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+def _serve_stub(port: int, latency: float, content: str = "ok") -> None:
+    body = json.dumps({"choices": [{"message": {"content": content}, "finish_reason": "stop"}],
                        "usage": {"prompt_tokens": 10, "completion_tokens": 1}}).encode()
 
     class Handler(BaseHTTPRequestHandler):
@@ -61,14 +61,14 @@ def _serve_stub(port: int, latency: float) -> None:
     Server(("127.0.0.1", port), Handler).serve_forever()
 
 
-def stub_server(latency: float):
+def stub_server(latency: float, content: str = "ok"):
     """The stub runs in its own process: sharing the client's GIL would measure the stub."""
     import multiprocessing
 
     from orig_local.llm.local_server import free_port
 
     port = free_port()
-    proc = multiprocessing.get_context("spawn").Process(target=_serve_stub, args=(port, latency), daemon=True)
+    proc = multiprocessing.get_context("spawn").Process(target=_serve_stub, args=(port, latency, content), daemon=True)
     proc.start()
     import httpx
 

@@ -9,8 +9,8 @@ them, so both import from here and not from each other.
   copy decision uses; :func:`best_copy` - which copy of a group to keep.
 
 The other two SHA-256s of the project live with their data: ``FetchedImage.bytes_sha256``
-(the downloaded bytes, the evidence store's content address) and ``ImageRef.png_sha256()``
-(a chat image's canonical PNG encoding, part of chat cache keys).
+(the downloaded bytes, the evidence store's content address) and ``ImageRef.sha256()``
+(the bytes a chat image is sent as, part of chat cache keys).
 """
 
 from __future__ import annotations

@@ -176,6 +176,8 @@ def resolve_chat_preset(config: ChatConfig) -> ChatConfig:
         update["revision"] = preset.revision
     if config.backend == "openai" and config.max_images is None and preset.serve:
         update["max_images"] = preset.serve.limit_mm_per_prompt.get("image")
+    if config.backend == "openai" and config.context_tokens is None and preset.serve:
+        update["context_tokens"] = preset.serve.max_model_len
     return config.model_copy(update=update)
 
 

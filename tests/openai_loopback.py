@@ -35,6 +35,7 @@ class OpenAILoopback:
                  die_after: int | None = None, port: int = 0):
         self.model, self.reply, self.die_after, self.port = model, reply, die_after, port
         self.chat_requests = 0
+        self.max_model_len = 4096  # reported by GET /v1/models
         self.prompts: list[str] = []  # last user text of every answered chat request
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
@@ -61,7 +62,7 @@ class OpenAILoopback:
             def do_GET(self):
                 if self.path.rstrip("/") == "/v1/models":
                     self._send(200, {"object": "list", "data": [
-                        {"id": owner.model, "object": "model", "owned_by": "loopback", "max_model_len": 4096}]})
+                        {"id": owner.model, "object": "model", "owned_by": "loopback", "max_model_len": owner.max_model_len}]})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 

@@ -30,6 +30,8 @@ INTERNAL = {
     ("evaluation/phases/retrieval_accuracy.py", "work"): "per item: the agent row failed; recorded on the row",
     ("evaluation/phases/judge.py", "work"): "per item: no image to judge; recorded on the row",
     ("evaluation/phases/generate.py", "work"): "per item: the agent row failed; recorded on the row",
+    ("evaluation/external.py", "import_images"): "per item: no image for it in the folder; a failed row says so",
+    ("evaluation/judge.py", "strict_json"): "an unparseable judge reply: that question's error, on its verdict",
     ("evaluation/preflight.py", "served_models"): "caught by the preflight, which reports a PreflightError",
     ("evaluation/jsonl_store.py", "append"): "the phase loop never appends an id twice: a bug",
     ("agent/stages/base.py", "knowledge_image"): "a stage asked for an id the knowledge base never issued: a bug",

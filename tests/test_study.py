@@ -98,7 +98,12 @@ def test_load_plan_checks_presets_and_gpus(tmp_path):
         load_plan(path)
     path.write_text(yaml.safe_dump({**base, "runs": [{"condition": "orig", "backbone": "qwen2.5-vl-72b"}],
                                     "gpus": {"devices": [0, 1]}}))
-    with pytest.raises(ConfigError, match="tensor_parallel_size=4 but the plan gives servers 2 GPU"):
+    with pytest.raises(ConfigError, match=r"gives servers 2 GPU\(s\) but qwen2.5-vl-72b \(tensor_parallel_size=4\)"):
+        load_plan(path)
+    # more server GPUs than the plan has devices: the 72B server could never start (issue 20.6)
+    path.write_text(yaml.safe_dump({**base, "runs": [{"condition": "orig", "backbone": "qwen2.5-vl-72b"}],
+                                    "gpus": {"devices": [0, 1], "server_gpus": 4}}))
+    with pytest.raises(ConfigError, match="server_gpus=4 but gpus.devices lists 2 GPU"):
         load_plan(path)
     path.write_text(yaml.safe_dump({**base, "runs": [{"condition": "orig", "backbone": "qwen2.5-vl-72b"}],
                                     "judge": {"preset": "qwen2.5-vl-72b"},
@@ -354,6 +359,11 @@ def test_status_and_dry_run_cli(tmp_path, capsys):
     path.write_text(path.read_text() + "typo_key: 1\n")
     assert main(["study", str(path), "--dry-run"]) == 2
     assert "typo_key: unknown key" in capsys.readouterr().err
+    # a server that cannot fit the plan's GPUs fails the dry run, before anything is planned
+    path.write_text(yaml.safe_dump({**plan.model_dump(mode="json", exclude={"grid"}),
+                                    "gpus": {"devices": [0], "server_gpus": 2}}))
+    assert main(["study", str(path), "--dry-run"]) == 2
+    assert "server_gpus=2 but gpus.devices lists 1 GPU" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- shared agent rows

@@ -41,6 +41,8 @@ class StageRecord(BaseModel):
     attempts: int = 0  # backbone attempts (1 + structured-output retries)
     invalid_replies: list[str] = Field(default_factory=list)
     cached: bool = False
+    finish_reason: str | None = None  # of the last backbone reply: "stop", "length" (cut at max_tokens)
+    truncated: bool = False  # finish_reason == "length"
     searches_text: int = 0
     searches_image: int = 0
     page_reads: int = 0

@@ -65,11 +65,13 @@ def run(args) -> int:
             "text": reply.text, "model": reply.model, "cached": reply.cached,
             "prompt_tokens": reply.usage.prompt_tokens, "completion_tokens": reply.usage.completion_tokens,
             "latency_s": round(reply.latency_s, 4), "top_logprobs": reply.top_logprobs,
+            "finish_reason": reply.finish_reason, "truncated": reply.truncated,
         }, ensure_ascii=False))
         return 0
     print(reply.text)
     print(f"[{reply.model} | prompt {reply.usage.prompt_tokens} + completion {reply.usage.completion_tokens} "
-          f"tokens | {reply.latency_s:.2f}s{' | cached' if reply.cached else ''}]", file=sys.stderr)
+          f"tokens | {reply.latency_s:.2f}s{' | cached' if reply.cached else ''}"
+          f"{' | CUT at max_tokens (finish_reason=length)' if reply.truncated else ''}]", file=sys.stderr)
     if reply.top_logprobs:
         print(f"[first-token logprobs: {reply.top_logprobs}]", file=sys.stderr)
     return 0

@@ -22,6 +22,7 @@ import json
 import math
 import re
 import string
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -69,6 +70,9 @@ class Verdict:
     # sha256 of the rendered request (messages with images as content hashes, schema, settings):
     # a verdict can be re-checked later (the templates' hashes are in run.json, judge_templates)
     request_sha256: str | None = None
+    # why the judge's last reply ended: "stop", or "length" = cut at max_tokens (``truncated``)
+    finish_reason: str | None = None
+    truncated: bool = False
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -222,6 +226,48 @@ def _templates(templates_dir: Path | None):
     return PromptTemplates(TEMPLATES_DIR, templates_dir, trim_blocks=False)
 
 
+def record_finish(verdict: Verdict, reply: Any) -> None:
+    """Put on the verdict why the judge's last reply ended, so a cut reply shows on its row and
+    not only in an error text."""
+    verdict.finish_reason = getattr(reply, "finish_reason", None)  # a reply, or StructuredOutputError
+    verdict.truncated = verdict.finish_reason == "length"
+
+
+# --------------------------------------------------------------------------- images
+
+
+def _prepare_all(refs: Sequence[ImageRef]) -> None:
+    for ref in refs:
+        ref.prepare()
+
+
+class ReferenceImages:
+    """Reference images as prepared ImageRefs, one per file for the whole run: many items share
+    a reference picture, and each would otherwise read and encode it again. Least recently
+    used pictures go first past ``max_bytes`` of data URIs, so memory stays
+    bounded whatever the number of references; a file changed on disk is read again."""
+
+    def __init__(self, max_bytes: int = 256 * 2**20):
+        self.max_bytes = max_bytes
+        self._refs: OrderedDict[tuple[str, int, int], ImageRef] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, path: str | Path) -> ImageRef:
+        p = Path(path).resolve()
+        st = p.stat()
+        key = (str(p), st.st_mtime_ns, st.st_size)
+        ref = self._refs.get(key)
+        if ref is None:
+            ref = self._refs[key] = ImageRef(p, label="reference")
+            self._bytes += st.st_size * 4 // 3  # held as a base64 data URI
+            while self._bytes > self.max_bytes and len(self._refs) > 1:
+                (_, _, size), _ = self._refs.popitem(last=False)
+                self._bytes -= size * 4 // 3
+        else:
+            self._refs.move_to_end(key)
+        return ref
+
+
 # --------------------------------------------------------------------------- the judge
 
 
@@ -255,6 +301,7 @@ class Judge:
         self.reference_text = reference_text
         self.name = name or getattr(chat, "model_name", "judge")
         self.max_tokens = max_tokens
+        self.references = ReferenceImages()  # encoded once per run, shared by every item
         self._templates = _templates(Path(templates_dir) if templates_dir else None)
 
     @classmethod
@@ -318,6 +365,7 @@ class Judge:
 
     def _finish(self, verdict: Verdict, value, raw, reply) -> Verdict:
         verdict.raw = raw
+        record_finish(verdict, reply)
         if isinstance(reply, Exception):
             verdict.error = f"{type(reply).__name__}: {str(reply)[:300]}"
             usage = getattr(reply, "usage", None)
@@ -356,7 +404,7 @@ class Judge:
                            has_reference=has_reference, choices=choices)
         parts: list[Any] = ["Generated image:", ImageRef(image, label="generated")]
         if has_reference:
-            parts += ["Reference image:", ImageRef(question.reference_image, label="reference")]
+            parts += ["Reference image:", self.references.get(question.reference_image)]
         parts.append(text)
         messages, schema = [system(sys_text), user(*parts)], self._schema(question)
         if letters:
@@ -367,7 +415,11 @@ class Judge:
 
     async def judge_item(self, item: BenchmarkItem, image: Any) -> list[Verdict]:
         """All questions of ``item`` about its generated ``image`` (sent concurrently)."""
-        image = ImageRef(image)  # decode/hash once for all questions
+        image = ImageRef(image)  # read/encode/hash once for all questions
+        refs = [self.references.get(q.reference_image) for q in item.questions
+                if q.modality == "image" and not q.rubric and q.reference_image_found
+                and q.reference_image and Path(q.reference_image).is_file()]
+        await asyncio.to_thread(_prepare_all, [image, *refs])  # CPU work, off the event loop
         return list(await asyncio.gather(*(
             self.judge_question(q, image, item.reference_text) for q in item.questions
         )))

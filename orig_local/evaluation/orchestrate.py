@@ -333,7 +333,8 @@ def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome:
     prov = {**prov, "ended_at": now(), "outcome": outcome}
     entry = {k: prov.get(k) for k in ("started_at", "ended_at", "outcome", "phases", "config_sha256")}
     entry["git_commit"] = prov["code"].get("git_commit")
-    entry["summaries"] = [{k: s[k] for k in ("phase", "ran", "ok", "degraded", "failed", "stopped")}
+    entry["summaries"] = [{k: s[k] for k in ("phase", "ran", "ok", "degraded", "failed", "stopped",
+                                             "replies", "from_cache") if k in s}
                           for s in summaries]
     current = read_meta(run_dir) or meta
     current["provenance"] = prov

@@ -63,7 +63,7 @@ async def judge_rubric(judge: Judge, question: Question, image: Any, explanation
     (``{"consistency", "realism", "aesthetic_quality", "wiscore"}`` or ``{"score"}``),
     ``correct`` is the binary outcome for ``wise_verified`` and None for ``wise_wiscore``
     (a graded score has no right/wrong), ``error`` is set when the judge failed."""
-    from orig_local.evaluation.judge import Verdict
+    from orig_local.evaluation.judge import Verdict, record_finish
 
     verdict = Verdict(qid=question.id, answer=None, expected=1 if question.rubric == "wise_verified" else None)
     if question.rubric not in RUBRICS:
@@ -78,11 +78,13 @@ async def judge_rubric(judge: Judge, question: Question, image: Any, explanation
     except StructuredOutputError as exc:
         verdict.raw = list(exc.raw_texts)
         verdict.error = f"{type(exc).__name__}: {str(exc)[:300]}"
+        record_finish(verdict, exc)
         return verdict
     except ChatError as exc:
         verdict.error = f"{type(exc).__name__}: {str(exc)[:300]}"
         return verdict
     verdict.raw = list(reply.invalid_replies) + [reply.text]
+    record_finish(verdict, reply)
     verdict.cached = reply.cached
     verdict.prompt_tokens, verdict.completion_tokens = reply.usage.prompt_tokens, reply.usage.completion_tokens
     parsed = reply.parsed

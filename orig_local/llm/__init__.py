@@ -11,6 +11,7 @@ from orig_local.llm.base import (
     ChatError,
     ChatHTTPError,
     ChatReply,
+    ChatRequestRefused,
     Completion,
     ImageRef,
     Message,
@@ -52,7 +53,7 @@ def make_chat_model(config: ChatConfig, cache_dir: str | Path | None = None, **k
 
 
 __all__ = [
-    "BACKENDS", "BaseChatModel", "ChatConfig", "ChatConnectionError", "ChatError", "ChatHTTPError", "ChatReply",
+    "BACKENDS", "BaseChatModel", "ChatConfig", "ChatConnectionError", "ChatError", "ChatHTTPError", "ChatReply", "ChatRequestRefused",
     "Completion", "ImageRef", "Message", "ReplyTruncatedError", "StructuredOutputError",
     "TooManyImagesError", "Usage", "assistant",
     "make_chat_model", "system", "user",

@@ -8,10 +8,12 @@ its bounded retry live here once, so all backends behave the same.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import io
 import json
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,21 +30,51 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- messages
 
 
+# Formats sent as they came (no decode, no re-encode): the ones the OpenAI chat API documents
+# for image_url data URIs. vLLM and transformers serve decode with PIL and take all three.
+# Anything else (BMP, TIFF, a PIL image in memory) is encoded once as PNG.
+WIRE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
+
+
+class _Encoded:
+    """The wire form of one picture, shared by every :class:`ImageRef` over it: computed once
+    (under a lock, so two threads never encode the same picture twice)."""
+
+    __slots__ = ("data_uri", "lock", "mime", "nbytes", "sha256", "size")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.data_uri: bytes | None = None  # the base64 of the bytes sent (ASCII)
+        self.sha256: str | None = None
+        self.mime: str | None = None
+        self.nbytes = 0
+        self.size: tuple[int, int] | None = None
+
+
 class ImageRef:
     """An image inside a chat message: a PIL image, a file path or encoded bytes.
 
-    Decoding is lazy; :meth:`png_sha256` hashes the canonical PNG bytes so the same picture from
-    a path or from memory gives the same cache key.
+    Nothing is decoded up front. :meth:`prepare` turns the picture into what goes on the wire
+    once: a PNG/JPEG/WebP file or byte string is sent as it came (only its header is read), any
+    other source is encoded as PNG. Wrapping an ImageRef in another shares that work, so a
+    picture sent in eight requests is read and encoded once. :meth:`sha256` (cache keys) hashes
+    the bytes sent.
     """
+
+    label: str | None
+    _enc: _Encoded
 
     def __init__(self, source: Any, label: str | None = None):
         if isinstance(source, ImageRef):
-            source, label = source.source, label or source.label
+            self.source: Any = source.source
+            self.label = label or source.label
+            self._enc = source._enc
+            return
         if isinstance(source, str):
             source = Path(source)
-        self.source: Any = source
+        self.source = source
         self.label = label
-        self._png: bytes | None = None
+        self._enc = _Encoded()
 
     def to_pil(self):
         from PIL import Image
@@ -55,18 +87,86 @@ class ImageRef:
                 return im.convert("RGB")
         return self.source.convert("RGB")
 
-    def png_bytes(self) -> bytes:
-        if self._png is None:
-            buf = io.BytesIO()
-            self.to_pil().save(buf, format="PNG")
-            self._png = buf.getvalue()
-        return self._png
+    @property
+    def prepared(self) -> bool:
+        return self._enc.data_uri is not None
 
-    def png_sha256(self) -> str:
-        return hashlib.sha256(self.png_bytes()).hexdigest()
+    def prepare(self) -> ImageRef:
+        """Compute the wire form (blocking: file read, maybe a PNG encode, hash, base64). Call
+        it in a worker thread from async code; :meth:`BaseChatModel.chat` does."""
+        enc = self._enc
+        if enc.data_uri is not None:
+            return self
+        with enc.lock:
+            if enc.data_uri is None:
+                data, mime, size = self._wire_bytes()
+                enc.sha256 = hashlib.sha256(data).hexdigest()
+                enc.mime, enc.size, enc.nbytes = mime, size, len(data)
+                enc.data_uri = base64.b64encode(data)  # the prefix is added where it is sent
+                del data  # the raw bytes are not kept: only what goes on the wire
+        return self
+
+    def _wire_bytes(self) -> tuple[bytes, str, tuple[int, int]]:
+        from PIL import Image
+
+        raw: bytes | None = None
+        if isinstance(self.source, Path):
+            raw = self.source.read_bytes()
+        elif isinstance(self.source, (bytes, bytearray)):
+            raw = bytes(self.source)
+        if raw is not None:
+            with Image.open(io.BytesIO(raw)) as im:  # reads the header only
+                mime = WIRE_FORMATS.get(im.format or "")
+                if mime is not None and getattr(im, "n_frames", 1) == 1:
+                    return raw, mime, tuple(im.size)  # type: ignore[return-value]
+        picture = self.to_pil()
+        buf = io.BytesIO()
+        picture.save(buf, format="PNG")
+        return buf.getvalue(), "image/png", tuple(picture.size)  # type: ignore[return-value]
+
+    def data_uri_parts(self) -> tuple[bytes, bytes]:
+        """``(b"data:<mime>;base64,", base64 bytes)``: the data URI in two pieces, the second
+        one shared object, so a request body can stream it without copying."""
+        enc = self.prepare()._enc
+        return f"data:{enc.mime};base64,".encode("ascii"), enc.data_uri  # type: ignore[return-value]
+
+    def data_uri(self) -> str:
+        """``data:<mime>;base64,...`` of the bytes sent, as a string (a copy)."""
+        prefix, b64 = self.data_uri_parts()
+        return (prefix + b64).decode("ascii")
+
+    def sha256(self) -> str:
+        """SHA-256 of the bytes sent (the file's own bytes, or the PNG encoding)."""
+        return self.prepare()._enc.sha256  # type: ignore[return-value]
+
+    png_sha256 = sha256  # the earlier name, from when every image was re-encoded as PNG
+
+    @property
+    def mime(self) -> str:
+        return self.prepare()._enc.mime  # type: ignore[return-value]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) without decoding the pixels."""
+        if self._enc.size is not None:
+            return self._enc.size
+        if hasattr(self.source, "size") and not callable(self.source.size):
+            return tuple(self.source.size)  # type: ignore[return-value]
+        from PIL import Image
+
+        opened = Image.open(self.source if isinstance(self.source, Path) else io.BytesIO(self.source))
+        with opened as im:
+            return tuple(im.size)  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"ImageRef({self.label or type(self.source).__name__})"
+
+
+def prepare_images(messages: Sequence[Message]) -> None:
+    """Compute the wire form of every image in ``messages`` (blocking; see ImageRef.prepare)."""
+    for m in messages:
+        for image in m.images:
+            image.prepare()
 
 
 Part = str | ImageRef
@@ -98,7 +198,7 @@ class Message:
         """JSON-able form with images replaced by their content hash (cache keys, traces)."""
         return {
             "role": self.role,
-            "parts": [p if isinstance(p, str) else {"image_sha256": p.png_sha256()} for p in self.parts],
+            "parts": [p if isinstance(p, str) else {"image_sha256": p.sha256()} for p in self.parts],
         }
 
 
@@ -175,20 +275,34 @@ class ChatConnectionError(ChatError):
 
 
 class ChatHTTPError(ChatError):
-    """The server answered with an HTTP error that a retry does not fix (4xx: wrong model name,
-    bad request, auth). Like :class:`ChatConnectionError`, a transport/server failure."""
+    """The server answered with an HTTP error that a retry does not fix and that every request
+    would get (wrong model name, auth). Like :class:`ChatConnectionError`, a transport/server
+    failure: the server (or how it is reached) needs fixing."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class ChatRequestRefused(ChatHTTPError):
+    """A healthy server refused this one request (HTTP 400/413/422: too long for the context
+    window, a schema it cannot compile, ...). The request's fault, not the server's: the item
+    records the error, and the circuit breaker, which stops a phase whose server is down, does
+    not count it."""
 
 
 # A reply that never came for a transport/server reason (not a reply that was invalid): what
 # makes a benchmark item *failed* rather than *degraded*. Stage records and verdicts keep the
 # error as "<ClassName>: message", so the names identify it there too.
 TRANSPORT_ERRORS: tuple[type[ChatError], ...] = (ChatConnectionError, ChatHTTPError)
+NOT_TRANSPORT: tuple[type[ChatError], ...] = (ChatRequestRefused,)
 
 
 def is_transport_error(error: BaseException | str | None) -> bool:
-    """True for a transport/server failure, given the exception or its "<ClassName>: ..." text."""
+    """True for a transport/server failure, given the exception or its "<ClassName>: ..." text.
+    A refused request (:class:`ChatRequestRefused`) is not one: its server answered."""
     if isinstance(error, BaseException):
-        return isinstance(error, TRANSPORT_ERRORS)
+        return isinstance(error, TRANSPORT_ERRORS) and not isinstance(error, NOT_TRANSPORT)
     return bool(error) and str(error).startswith(tuple(f"{c.__name__}:" for c in TRANSPORT_ERRORS))
 
 
@@ -200,6 +314,7 @@ class StructuredOutputError(ChatError):
         self.raw_texts = raw_texts
         self.errors = errors
         self.usage = usage
+        self.finish_reason: str | None = None  # of the last attempt, when it says more than "stop"
         last = raw_texts[-1][:200] if raw_texts else ""
         super().__init__(
             f"no valid {schema} after {len(raw_texts)} attempt(s); last error: "
@@ -215,6 +330,7 @@ class ReplyTruncatedError(StructuredOutputError):
     def __init__(self, schema: str, raw_texts: list[str], errors: list[str], usage: Usage, max_tokens: int):
         super().__init__(schema, raw_texts, errors, usage)
         self.max_tokens = max_tokens
+        self.finish_reason = "length"
         tail = raw_texts[-1][-80:] if raw_texts else ""
         self.args = (
             f"{schema} reply cut at max_tokens={max_tokens} (finish_reason=length) before its JSON "
@@ -276,12 +392,15 @@ class BaseChatModel:
     """Shared behaviour of all chat backends. Subclasses implement :meth:`_complete`."""
 
     backend = "base"
+    # True: requests carry each image's encoded bytes (ImageRef.prepare), not its pixels
+    sends_encoded_images = False
 
     def __init__(self, config: ChatConfig, cache: Any | None = None):
         self.config = config
         self.cache = cache  # orig_local.cache.DiskCache or None
         self._semaphore: asyncio.Semaphore | None = None
         self.calls = 0  # backend requests actually sent (cache hits excluded)
+        self.cache_hits = 0  # replies served from the cache
 
     @property
     def model_name(self) -> str:
@@ -323,10 +442,22 @@ class BaseChatModel:
     ) -> Completion:
         raise NotImplementedError
 
+    def identity(self) -> dict[str, Any]:
+        """What names the model answering, for cache keys: its preset (and so hub id), revision
+        and, for a served model, the server. A re-served checkpoint under the same name must
+        not get the old one's replies."""
+        return {"preset": self.config.preset, "revision": self.config.revision}
+
+    async def served_identity(self) -> dict[str, Any] | None:
+        """What the server itself reports about the model (``/v1/models``), or None where
+        there is no server or it cannot say. Checked against a cache hit's."""
+        return None
+
     def cache_key(self, messages: Sequence[Message], schema, temperature, max_tokens, logprobs) -> str:
         request = {
             "backend": self.backend,
             "model": self.model_name,
+            "identity": self.identity(),
             "messages": [m.canonical() for m in messages],
             "schema": schema_json(schema) if schema else None,
             "temperature": temperature,
@@ -355,10 +486,18 @@ class BaseChatModel:
         temperature = self.config.temperature if temperature is None else temperature
         max_tokens = max_tokens or self.config.max_tokens
         use_cache = self.cache is not None and self.config.cache and temperature == 0.0
+        if (use_cache or self.sends_encoded_images) and any(not i.prepared for m in messages for i in m.images):
+            # reading, encoding and hashing images is CPU work: keep it off the event loop
+            await asyncio.to_thread(prepare_images, messages)
         key = self.cache_key(messages, schema, temperature, max_tokens, logprobs) if use_cache else None
+        served = await self.served_identity() if key is not None else None
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            # Served by a server that now reports another model under the same name (another
+            # checkpoint, context length): not its reply. Unknown now (server down): the key's
+            # identity (name, revision, server) decides, so a finished run replays offline.
+            if hit is not None and (served is None or hit.get("served") == served):
+                self.cache_hits += 1
                 return self._from_cache(hit, schema)
 
         start = time.perf_counter()
@@ -387,9 +526,7 @@ class BaseChatModel:
                     log.debug("invalid %s reply (attempt %d): %s", schema.__name__, attempt, error)
                     invalid.append(completion.text)
                     errors.append(error)
-                    # A temperature-0 retry of the same request returns the same text, so the
-                    # retry shows the model its reply and the validation error instead.
-                    convo = list(messages) + [assistant(completion.text), user(RETRY_NOTE.format(error=error))]
+                    convo = self._retry_conversation(messages, completion, error, max_tokens)
             else:
                 assert schema is not None  # without a schema the first reply is taken
                 if completion.finish_reason == "length":
@@ -405,13 +542,34 @@ class BaseChatModel:
         if reply.truncated:
             log.info("%s: reply cut at max_tokens=%d (finish_reason=length)", self.model_name, max_tokens)
         if key is not None and self.cache is not None:
-            self.cache.set(key, {
+            await self.cache.aset(key, {
                 "text": reply.text, "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens, "attempts": reply.attempts,
                 "invalid_replies": invalid, "top_logprobs": reply.top_logprobs,
-                "finish_reason": reply.finish_reason,
+                "finish_reason": reply.finish_reason, "served": served,
             })
         return reply
+
+    def _retry_conversation(self, messages: list[Message], completion: Completion, error: str,
+                            max_tokens: int) -> list[Message]:
+        """The next attempt after an invalid reply. A temperature-0 retry of the same request
+        returns the same text, so the retry shows the model its reply and the error. But not a
+        reply cut at ``max_tokens``, and not when the known context window
+        (``context_tokens``) has no room for it: a prompt that already fills its budget plus a
+        whole reply overflows the window, which the server refuses (HTTP 400) - the retry
+        then says what went wrong without quoting the reply."""
+        note = user(RETRY_NOTE.format(error=error))
+        if completion.finish_reason == "length":
+            return list(messages) + [note]
+        window = self.config.context_tokens
+        prompt = completion.usage.prompt_tokens
+        if window and prompt:
+            # what the next request holds: this prompt, the reply, the note (~4 chars/token,
+            # rounded up generously) and room for a whole new reply
+            needed = prompt + completion.usage.completion_tokens + len(note.text) // 3 + 16 + max_tokens
+            if needed > window:
+                return list(messages) + [note]
+        return list(messages) + [assistant(completion.text), note]
 
     def _from_cache(self, hit: dict[str, Any], schema: type[BaseModel] | None) -> ChatReply:
         parsed = parse_structured(hit["text"], schema) if schema else None

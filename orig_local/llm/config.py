@@ -50,6 +50,10 @@ class ChatConfig(StrictModel):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(1024, ge=1)
+    # The server's context window in tokens (prompt + reply; vLLM's --max-model-len). None: the
+    # preset's serve.max_model_len (openai backend), else unknown. A structured-output retry
+    # that would not fit leaves the invalid reply out of the conversation.
+    context_tokens: int | None = Field(None, ge=1)
     seed: int | None = 0
     timeout_s: float = Field(120.0, gt=0)
     connect_retries: int = Field(4, ge=0)  # retries on connection errors / HTTP 5xx / 429

@@ -1,8 +1,8 @@
 """Chat backend for any OpenAI-compatible server: by default a local ``vllm serve``.
 
-One request per :meth:`_complete`, over ``httpx.AsyncClient``. Images travel inline as PNG
-data URIs (``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``), so the
-server needs no file access.
+One request per :meth:`_complete`, over ``httpx.AsyncClient``. Images travel inline as data URIs
+(``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``), so the server
+needs no file access: a PNG, JPEG or WebP file as it is, anything else encoded once as PNG.
 
 How a pydantic schema is sent (``ChatConfig.structured_mode``):
 
@@ -22,8 +22,9 @@ How a pydantic schema is sent (``ChatConfig.structured_mode``):
 
 In every mode the reply is validated by :class:`~orig_local.llm.base.BaseChatModel` with a
 bounded retry. Connection errors, HTTP 5xx and 429 are retried ``connect_retries`` times with
-exponential backoff and jitter, then raise :class:`ChatConnectionError`; any other HTTP error
-raises :class:`ChatError` with the server's message. A reply cut at ``max_tokens``
+exponential backoff and jitter, then raise :class:`ChatConnectionError`; HTTP 400/413/422 raise
+:class:`~orig_local.llm.base.ChatRequestRefused` (the request's fault: the server is up), any
+other HTTP error :class:`ChatHTTPError` with the server's message. A reply cut at ``max_tokens``
 (``finish_reason: length``) is recorded on the reply; a cut structured reply raises
 :class:`~orig_local.llm.base.ReplyTruncatedError` instead of a JSON parse error.
 
@@ -34,10 +35,12 @@ Server and key: ``base_url`` defaults to ``$OPENAI_BASE_URL`` (else a local vLLM
 from __future__ import annotations
 
 import asyncio
-import base64
+import json
 import logging
 import math
 import random
+import secrets
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -48,7 +51,9 @@ from orig_local.llm.base import (
     ChatConnectionError,
     ChatError,
     ChatHTTPError,
+    ChatRequestRefused,
     Completion,
+    ImageRef,
     Message,
     Usage,
     schema_json,
@@ -59,22 +64,62 @@ from orig_local.llm.config import ChatConfig
 log = logging.getLogger(__name__)
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
+# The request's fault (vLLM: 400 for a prompt past --max-model-len or a bad schema, 413 too
+# large, 422 invalid fields): the server is healthy. 401/403/404 stay server errors - wrong
+# key or model name, which every request would get.
+REFUSED_STATUS = {400, 413, 422}
 MAX_BACKOFF_S = 60.0
 CONNECTIONS_PER_CLIENT = 16
+STREAM_SLICE = 256 * 1024  # bytes of a request body handed to the socket at once
+# Fields of a /v1/models entry that name what is served (not "created", which is the time of
+# the reply, nor vLLM's per-reply permission ids).
+SERVED_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
 
 
-def message_to_openai(message: Message) -> dict[str, Any]:
-    """One :class:`Message` in OpenAI chat format (text-only turns as a plain string)."""
+def message_to_openai(message: Message, image_url: Callable[[ImageRef], str] | None = None) -> dict[str, Any]:
+    """One :class:`Message` in OpenAI chat format (text-only turns as a plain string).
+    ``image_url`` gives each image's URL (default: its data URI)."""
     if not message.images:
         return {"role": message.role, "content": message.text}
+    url_of = image_url or ImageRef.data_uri
     content: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, str):
             content.append({"type": "text", "text": part})
         else:
-            b64 = base64.b64encode(part.png_bytes()).decode("ascii")
-            content.append({"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}})
+            content.append({"type": "image_url", "image_url": {"url": url_of(part)}})
     return {"role": message.role, "content": content}
+
+
+class StreamedBody:
+    """A JSON request body whose images are not copied into it.
+
+    The body is serialised with a placeholder per image, then sent as the pieces between them
+    and each image's shared data URI bytes. Eight questions about one 3 MB picture would
+    otherwise build, hold and copy eight 4 MB JSON strings (client CPU and memory that grow
+    with the requests in flight); this way a request adds only its text."""
+
+    def __init__(self, body: dict[str, Any], images: list[ImageRef], marker: str):
+        text = json.dumps(body, ensure_ascii=False)
+        pieces = text.split(marker)
+        self.chunks: list[bytes] = [pieces[0].encode()]
+        for piece in pieces[1:]:
+            k, rest = piece.split("@@", 1)
+            # a data URI is base64 ASCII: nothing in it needs JSON escaping
+            self.chunks += [*images[int(k)].data_uri_parts(), rest.encode()]
+        self.length = sum(len(c) for c in self.chunks)
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        # In slices: the socket layer copies whatever it cannot send at once into its buffer,
+        # so a whole 4 MB image per request in flight would be copied again.
+        for chunk in self.chunks:
+            view = memoryview(chunk)
+            for start in range(0, len(view), STREAM_SLICE):
+                yield view[start:start + STREAM_SLICE]  # type: ignore[misc]
+
+    def json(self) -> dict[str, Any]:
+        """The whole body as a dict (tests, debugging)."""
+        return json.loads(b"".join(self.chunks))
 
 
 def parse_top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
@@ -107,6 +152,7 @@ class OpenAIChatModel(BaseChatModel):
     """
 
     backend = "openai"
+    sends_encoded_images = True
 
     def __init__(self, config: ChatConfig, cache=None, transport: httpx.AsyncBaseTransport | None = None):
         super().__init__(config, cache=cache)
@@ -122,6 +168,7 @@ class OpenAIChatModel(BaseChatModel):
         self._clients: list[httpx.AsyncClient] = []
         self._clients_loop: asyncio.AbstractEventLoop | None = None
         self._next_client = 0
+        self._served: asyncio.Future | None = None  # served_identity(), asked once
 
     # ------------------------------------------------------------------ request body
 
@@ -133,14 +180,16 @@ class OpenAIChatModel(BaseChatModel):
         temperature: float,
         max_tokens: int,
         logprobs: int | None,
+        image_url: Callable[[ImageRef], str] | None = None,
     ) -> dict[str, Any]:
-        """The JSON body of one ``/chat/completions`` request."""
+        """The JSON body of one ``/chat/completions`` request (``image_url``: see
+        :func:`message_to_openai`)."""
         mode = self.config.structured_mode
         if schema is not None and mode == "prompt":
             messages = with_schema_instruction(messages, schema)
         body: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [message_to_openai(m) for m in messages],
+            "messages": [message_to_openai(m, image_url) for m in messages],
             "temperature": temperature,
             "top_p": self.config.top_p,
             "max_tokens": max_tokens,
@@ -158,6 +207,34 @@ class OpenAIChatModel(BaseChatModel):
         elif schema is not None and mode == "structured_outputs":
             body["structured_outputs"] = {"json": schema_json(schema)}
         return body
+
+    # ------------------------------------------------------------------ identity
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "server": self.base_url}
+
+    async def served_identity(self) -> dict[str, Any] | None:
+        """The stable fields of this model's ``GET /v1/models`` entry (vLLM: the weights path
+        or hub id it loaded as ``root``, ``max_model_len``), asked once per model object. None
+        when the server cannot list its models or does not answer (then nothing is checked)."""
+        loop = asyncio.get_running_loop()
+        # one request however many calls wait for it; asked again only if an earlier event
+        # loop ended before the answer came
+        if self._served is None or (not self._served.done() and self._served.get_loop() is not loop):
+            self._served = loop.create_task(self._fetch_served())
+        return await asyncio.shield(self._served)
+
+    async def _fetch_served(self) -> dict[str, Any] | None:
+        try:
+            response = await self._http().get("/models", timeout=min(10.0, self.config.timeout_s))
+            data = response.json().get("data") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            log.debug("%s/models: %s; cache hits are not checked against the server", self.base_url, exc)
+            return None
+        for entry in data if isinstance(data, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == self.config.model:
+                return {k: entry.get(k) for k in SERVED_FIELDS if entry.get(k) is not None}
+        return None
 
     # ------------------------------------------------------------------ transport
 
@@ -193,14 +270,20 @@ class OpenAIChatModel(BaseChatModel):
                 pass
         return min(delay, MAX_BACKOFF_S)
 
-    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, path: str, body: dict[str, Any] | StreamedBody) -> httpx.Response:
+        if isinstance(body, StreamedBody):
+            headers = {"Content-Type": "application/json", "Content-Length": str(body.length)}
+            return await self._http().post(path, content=body.stream(), headers=headers)
+        return await self._http().post(path, json=body)
+
+    async def post(self, path: str, body: dict[str, Any] | StreamedBody) -> dict[str, Any]:
         """POST with bounded retries on connection errors, 5xx and 429."""
         retries = self.config.connect_retries
         last = ""
         for attempt in range(retries + 1):
             retry_after = None
             try:
-                response = await self._http().post(path, json=body)
+                response = await self._send(path, body)
             except httpx.TransportError as exc:  # refused, reset, timed out, bad protocol
                 last = f"{type(exc).__name__}: {exc}"
             else:
@@ -209,10 +292,15 @@ class OpenAIChatModel(BaseChatModel):
                         return response.json()
                     except ValueError as exc:
                         raise ChatError(f"{self.base_url}{path}: reply is not JSON: {response.text[:300]!r}") from exc
-                if response.status_code not in RETRY_STATUS:
-                    raise ChatHTTPError(
-                        f"{self.base_url}{path} answered HTTP {response.status_code}: {response.text[:1000]}"
-                    )
+                code = response.status_code
+                if code in REFUSED_STATUS:
+                    raise ChatRequestRefused(
+                        f"{self.base_url}{path} refused this request (HTTP {code}; the server is up, the "
+                        f"request is at fault, e.g. longer than its context window): {response.text[:1000]}",
+                        status=code)
+                if code not in RETRY_STATUS:
+                    raise ChatHTTPError(f"{self.base_url}{path} answered HTTP {code}: {response.text[:1000]}",
+                                        status=code)
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 retry_after = response.headers.get("retry-after")
             if attempt < retries:
@@ -225,9 +313,16 @@ class OpenAIChatModel(BaseChatModel):
     # ------------------------------------------------------------------ protocol
 
     async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs) -> Completion:
+        images: list[ImageRef] = []
+        marker = f"@@orig-image-{secrets.token_hex(8)}-"
+
+        def placeholder(image: ImageRef) -> str:
+            images.append(image)
+            return f"{marker}{len(images) - 1}@@"
+
         body = self.build_request(messages, schema=schema, temperature=temperature,
-                                  max_tokens=max_tokens, logprobs=logprobs)
-        data = await self.post("/chat/completions", body)
+                                  max_tokens=max_tokens, logprobs=logprobs, image_url=placeholder)
+        data = await self.post("/chat/completions", StreamedBody(body, images, marker) if images else body)
         try:
             choice = data["choices"][0]
             text = choice["message"]["content"]

@@ -2,7 +2,11 @@
 
 Replies come from a list given in code, or from ``config.script`` (a YAML list or a JSONL file
 of strings). A reply may also be a callable ``(messages, schema) -> str`` so a test can answer
-according to what it was asked. Every request is recorded in ``self.requests``.
+according to what it was asked. The latest requests are kept in ``self.requests`` (at least
+``keep_requests``, at most twice that; oldest dropped first; ``self.calls`` counts them all):
+this backend also
+serves dry runs, cost plans and the demo over thousands of prompts, and keeping every request,
+images included, grew by megabytes per prompt.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ class ScriptedChatModel(BaseChatModel):
     backend = "scripted"
 
     def __init__(self, config: ChatConfig, cache=None, replies: Sequence[Reply] | None = None,
-                 cycle: bool = False, latency_s: float = 0.0):
+                 cycle: bool = False, latency_s: float = 0.0, keep_requests: int = 64):
         super().__init__(config, cache=cache)
         if replies is None:
             replies = _load_script(config.script) if config.script else []
@@ -36,6 +40,7 @@ class ScriptedChatModel(BaseChatModel):
         self.cycle = cycle
         self.latency_s = latency_s
         self.requests: list[dict] = []
+        self.keep_requests = keep_requests
         self._next = 0
 
     async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs) -> Completion:
@@ -44,6 +49,8 @@ class ScriptedChatModel(BaseChatModel):
 
             await asyncio.sleep(self.latency_s)
         self.requests.append({"messages": messages, "schema": schema, "temperature": temperature})
+        if len(self.requests) > 2 * self.keep_requests:  # trimmed in batches: O(1) per request
+            del self.requests[: len(self.requests) - self.keep_requests]
         if self._next >= len(self.replies):
             if not self.cycle or not self.replies:
                 raise ScriptExhausted(f"scripted model has no reply #{self._next + 1}")

@@ -131,7 +131,7 @@ class Retriever:
         if outcome is None:
             outcome = await self.chain.search(kind, query, k)
             if key is not None and outcome.hits:
-                self.cache.set(key, outcome.model_dump(mode="json", exclude={"failures", "cached"}))
+                await self.cache.aset(key, outcome.model_dump(mode="json", exclude={"failures", "cached"}))
         if self.store is not None:
             self.store.record_search(outcome, k)
         return outcome

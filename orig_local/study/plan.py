@@ -289,15 +289,10 @@ def check_presets(plan: Plan, source: str = "plan") -> None:
         preset(name, "generator")
     for name in chat:
         p = preset(name, "backbone/judge")
-        if plan.serve:
-            if p.serve is None:
-                raise ConfigError(f"{source}: preset {name!r} has no `serve` section: it cannot be served by vLLM")
-            tp = plan.gpus.tensor_parallel.get(name, p.serve.tensor_parallel_size)
-            avail = plan.gpus.server_gpus or (len(plan.gpus.devices) if plan.gpus.devices else None)
-            if avail is not None and tp > avail:
-                raise ConfigError(
-                    f"{source}: {name} is served with tensor_parallel_size={tp} but the plan gives servers "
-                    f"{avail} GPU(s); set gpus.tensor_parallel.{name} or gpus.server_gpus")
+        if plan.serve and p.serve is None:
+            raise ConfigError(f"{source}: preset {name!r} has no `serve` section: it cannot be served by vLLM")
+    if plan.serve:
+        _check_server_gpus(plan, source, {name: preset(name, "backbone/judge") for name in chat})
     # Each run's config resolves (config files, -s overrides, switches): a typo fails now,
     # with the run named, not hours later in a phase.
     from orig_local.config import load_config
@@ -311,3 +306,25 @@ def check_presets(plan: Plan, source: str = "plan") -> None:
     unknown_tp = sorted(set(plan.gpus.tensor_parallel) - set(chat))
     if unknown_tp:
         raise ConfigError(f"{source}: gpus.tensor_parallel names presets no run serves: {', '.join(unknown_tp)}")
+
+
+def _check_server_gpus(plan: Plan, source: str, presets: dict) -> None:
+    """Every server of the plan fits the GPUs the plan gives servers, checked before anything
+    starts (a 72B server that cannot fit would otherwise fail after the 7B and 32B phases ran).
+    All misfits are named at once."""
+    devices, server_gpus = plan.gpus.devices, plan.gpus.server_gpus
+    if devices is not None and server_gpus is not None and server_gpus > len(devices):
+        raise ConfigError(f"{source}: gpus.server_gpus={server_gpus} but gpus.devices lists {len(devices)} GPU(s) "
+                          f"({', '.join(map(str, devices)) or 'none'}); list more devices or lower server_gpus")
+    avail = server_gpus or (len(devices) if devices else None)
+    if avail is None:
+        return
+    misfits = []
+    for name, p in presets.items():
+        tp = plan.gpus.tensor_parallel.get(name, p.serve.tensor_parallel_size)
+        if tp > avail:
+            misfits.append(f"{name} (tensor_parallel_size={tp})")
+    if misfits:
+        names = ", ".join(dict.fromkeys(misfits))
+        raise ConfigError(f"{source}: the plan gives servers {avail} GPU(s) but {names} need(s) more; "
+                          f"set gpus.tensor_parallel.<preset>, gpus.server_gpus or gpus.devices")

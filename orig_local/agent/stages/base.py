@@ -148,6 +148,8 @@ class StageContext:
             record.prompt_tokens = exc.usage.prompt_tokens
             record.completion_tokens = exc.usage.completion_tokens
             record.cache_hit_tokens = exc.usage.cached_tokens
+            record.finish_reason = exc.finish_reason
+            record.truncated = exc.finish_reason == "length"
         except ChatError as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             record.attempts = 1
@@ -160,6 +162,7 @@ class StageContext:
             record.attempts = reply.attempts
             record.invalid_replies = list(reply.invalid_replies)
             record.cached = reply.cached
+            record.finish_reason, record.truncated = reply.finish_reason, reply.truncated
         record.latency_s = time.perf_counter() - start
         if record.error:
             log.warning("%s/%s (round %d) failed: %s", stage, step, self.round, record.error[:300])

@@ -34,9 +34,13 @@ def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentF
     run_dir = Path(run_dir)
     store, done = phase_store(run_dir, "agent", shard, retry_errors=retry_errors, retry_degraded=retry_degraded)
     todo, summary = pending("agent", items, done)
+    replies = {"replies": 0, "from_cache": 0}  # backbone replies this invocation, and cache hits
 
     async def work(item: BenchmarkItem) -> dict:
         out = await maybe_await(agent(item))
+        for totals in (out.stages or {}).values():
+            replies["replies"] += int(totals.get("calls") or 0)
+            replies["from_cache"] += int(totals.get("cached") or 0)
         row = _agent_row(item, out, run_dir)
         status = "failed" if out.error else out.status
         row.update(status=status, error=out.error or (out.failure if status == "failed" else None),
@@ -45,10 +49,12 @@ def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentF
             row["warning"] = out.failure
         return row
 
-    return run_items("agent", todo, store, summary, work,
-                     base=lambda it: {"id": it.id, "category": it.category, "prompt": it.prompt},
-                     concurrency=concurrency, progress=progress,
-                     max_consecutive_failures=max_consecutive_failures, aclose=aclose)
+    summary = run_items("agent", todo, store, summary, work,
+                        base=lambda it: {"id": it.id, "category": it.category, "prompt": it.prompt},
+                        concurrency=concurrency, progress=progress,
+                        max_consecutive_failures=max_consecutive_failures, aclose=aclose)
+    summary.update(replies)  # how many replies came from the chat cache, in run.json too
+    return summary
 
 
 def _agent_row(item: BenchmarkItem, out: AgentOutput, run_dir: Path) -> dict:

@@ -31,12 +31,15 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Judge,
     gen_rows = read_phase(run_dir, "generate")
     store, done = phase_store(run_dir, "judge", shard, judge_name, retry_errors, retry_degraded)
     todo, summary = pending("judge", items, done, gen_rows, "generate")
+    replies = {"replies": 0, "from_cache": 0}  # judge verdicts this invocation, and cache hits
 
     async def work(item: BenchmarkItem) -> dict:
         g = gen_rows[item.id]
         if row_status(g) == "failed" or not g.get("image"):
             raise RuntimeError(f"no image: {g.get('error') or 'generate row has no image'}")
         verdicts = await judge.judge_item(item, run_dir / g["image"])
+        replies["replies"] += sum(1 for v in verdicts if v.raw)
+        replies["from_cache"] += sum(1 for v in verdicts if v.cached)
         # A graded rubric verdict (WISE's WiScore) has no right/wrong: left out of S_i.
         ps = prompt_score(item.id, item.category, [(v.concept, v.correct) for v in verdicts
                                                    if v.correct is not None or v.error])
@@ -45,6 +48,8 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Judge,
         return {"verdicts": rows, "score": ps.s if ps.total else None, "n_questions": len(verdicts),
                 "n_errors": ps.errors, **verdict_status(verdicts, "question")}
 
-    return run_items("judge", todo, store, summary, work, concurrency=concurrency, progress=progress,
-                     max_consecutive_failures=max_consecutive_failures,
-                     **judged("judge", judge, judge_name, close, {"verdicts": [], "score": None}))
+    summary = run_items("judge", todo, store, summary, work, concurrency=concurrency, progress=progress,
+                        max_consecutive_failures=max_consecutive_failures,
+                        **judged("judge", judge, judge_name, close, {"verdicts": [], "score": None}))
+    summary.update(replies)  # how many verdicts came from the chat cache, in run.json too
+    return summary

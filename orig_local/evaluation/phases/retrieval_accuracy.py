@@ -13,6 +13,7 @@ from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases.common import phase_store
 from orig_local.evaluation.phases.loop import PhaseSummary, judged, pending, row_status, run_items, verdict_status
 from orig_local.evaluation.rundir import read_phase
+from orig_local.llm.base import ImageRef
 
 if TYPE_CHECKING:
     from orig_local.evaluation.judge import Judge
@@ -33,6 +34,7 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Ju
     agent_rows = read_phase(run_dir, "agent")
     store, done = phase_store(run_dir, "retrieval", shard, judge_name, retry_errors, retry_degraded)
     todo, summary = pending("retrieval", items, done, agent_rows, "agent", eligible=lambda it: bool(it.facts))
+    replies = {"replies": 0, "from_cache": 0}  # judge verdicts this invocation, and cache hits
 
     async def work(item: BenchmarkItem) -> dict:
         a = agent_rows[item.id]
@@ -41,15 +43,20 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Ju
         texts, images = [], []
         if a.get("evidence"):
             ev = json.loads((run_dir / a["evidence"]).read_text(encoding="utf-8"))
-            texts, images = ev.get("texts", []), [run_dir / p for p in ev.get("images", [])]
+            # one ImageRef per picture: every fact's request shares its encoding
+            texts, images = ev.get("texts", []), [ImageRef(run_dir / p) for p in ev.get("images", [])]
         verdicts = await asyncio.gather(*(
             judge.judge_fact(f, texts, images, max_chars=max_chars, max_images=max_images)
             for f in item.facts))
+        replies["replies"] += sum(1 for v in verdicts if v.raw)
+        replies["from_cache"] += sum(1 for v in verdicts if v.cached)
         acc = retrieval_accuracy(v.correct for v in verdicts)
         return {"facts": [{**v.to_row(), "text": f.text} for v, f in zip(verdicts, item.facts, strict=True)],
                 "accuracy": None if acc != acc else acc,
                 "n_errors": sum(v.error is not None for v in verdicts), **verdict_status(verdicts, "fact")}
 
-    return run_items("retrieval", todo, store, summary, work, concurrency=concurrency, progress=progress,
-                     max_consecutive_failures=max_consecutive_failures,
-                     **judged("retrieval", judge, judge_name, close, {"facts": [], "accuracy": None}))
+    summary = run_items("retrieval", todo, store, summary, work, concurrency=concurrency, progress=progress,
+                        max_consecutive_failures=max_consecutive_failures,
+                        **judged("retrieval", judge, judge_name, close, {"facts": [], "accuracy": None}))
+    summary.update(replies)
+    return summary
