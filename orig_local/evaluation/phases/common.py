@@ -147,14 +147,15 @@ def retry_statuses(retry_errors: bool = False, retry_degraded: bool = False) -> 
 
 
 def phase_store(run_dir: Path, phase: str, shard: tuple[int, int], judge_name: str | None = None,
-                retry_errors: bool = False, retry_degraded: bool = False) -> tuple[JsonlStore, dict[str, dict]]:
-    """This shard's store, and the rows finished anywhere (main file or this shard file), by id."""
+                retry_errors: bool = False, retry_degraded: bool = False) -> tuple[JsonlStore, dict[str, str]]:
+    """This shard's store, and the status of every item finished anywhere (main file or this
+    shard file), by id (ids and statuses only: resuming never holds the rows)."""
     retry = retry_statuses(retry_errors, retry_degraded)
     store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), retry=retry)
-    done = {r["id"]: r for r in store.rows()}
+    done = store.statuses
     if shard[1] > 1:
         main = JsonlStore(phase_file(run_dir, phase, judge_name), retry=retry)
-        done = {**{r["id"]: r for r in main.rows()}, **done}
+        done = {**main.statuses, **done}
     return store, done
 
 
