@@ -114,6 +114,11 @@ def _write_atomic(path: Path, lines: Iterable[bytes]) -> Path:
     return path
 
 
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """A small file (run.json) via temp file + fsync + rename; a full disk: DiskWriteError, no temp left."""
+    return _write_atomic(Path(path), [data])
+
+
 def _line(row: dict) -> bytes:
     return (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
 

@@ -4,6 +4,8 @@ several machines) into one ``<phase>.jsonl`` per phase, without duplicates.
 Rows are keyed by id; the first complete row wins (rows of a finished id are identical across
 shards anyway, since each id ran in exactly one shard). The merged file is written atomically;
 the shard files it absorbed move to ``shards/`` so a later read cannot count them twice.
+Rows stream through (only ids are held); image and trace files are hard-linked when the
+folders share a file system, copied otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from orig_local.evaluation.jsonl_store import JsonlStore, read_rows, write_rows_atomic
+from orig_local.evaluation.jsonl_store import JsonlStore, iter_rows, write_rows_atomic
 from orig_local.evaluation.phases import PHASE_NAMES
 
 log = logging.getLogger(__name__)
@@ -45,14 +47,19 @@ def _merge(runs: list[Path], out: Path) -> dict[str, int]:
         # the target's own main file first, so rows already merged keep their place
         target = out / f"{base}.jsonl"
         paths = sorted(set(paths), key=lambda p: (p != target, str(p)))
-        rows: dict[str, dict] = {}
-        for path in paths:
-            if path.parent.resolve() == out.resolve():
-                JsonlStore(path)  # moves corrupt lines aside (<name>.corrupt.jsonl) instead of dropping them
-            for row in read_rows(path):
-                rows.setdefault(row["id"], row)
-        write_rows_atomic(target, rows.values())
-        counts[target.name] = len(rows)
+        seen: set[str] = set()  # ids only: rows stream from the inputs to the merged file
+
+        def first_rows(paths=paths, seen=seen):
+            for path in paths:
+                if path.parent.resolve() == out.resolve():
+                    JsonlStore(path)  # moves corrupt lines aside (<name>.corrupt.jsonl) instead of dropping them
+                for row in iter_rows(path):
+                    if row["id"] not in seen:
+                        seen.add(row["id"])
+                        yield row
+
+        write_rows_atomic(target, first_rows())
+        counts[target.name] = len(seen)
         for path in paths:
             if path != target and path.parent == out:
                 (out / "shards").mkdir(exist_ok=True)
@@ -65,9 +72,20 @@ def _merge(runs: list[Path], out: Path) -> dict[str, int]:
                 dst = out / src.relative_to(run)
                 if src.is_file() and not dst.exists():
                     dst.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(src, dst)
+                    _link_or_copy(src, dst)
         for name in ("run.json", "config.yaml"):
             if (run / name).is_file() and not (out / name).exists():
                 shutil.copy2(run / name, out / name)
     log.info("merged into %s: %s", out, counts)
     return counts
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """A hard link (no bytes copied; the merged folder keeps the file if the shard folder is
+    deleted), or a copy across file systems."""
+    import os
+
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

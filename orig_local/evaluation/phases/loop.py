@@ -140,8 +140,9 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
               max_consecutive_failures: int = 0, desc: str | None = None,
               aclose: Callable[[], Awaitable] | None = None) -> PhaseSummary:
     """Run ``work`` on every item (at most ``concurrency`` at once, at most twice that many tasks
-    alive), append each row to ``store`` as soon as it is finished (completion order). ``base(item)``: the fields a row starts with; ``on_failure``: fields a row gets
-    when ``work`` raises. ``aclose`` is awaited at the end inside this loop (where async clients
+    alive), append each row to ``store`` as soon as it is finished (completion order).
+    ``base(item)``: the fields a row starts with; ``on_failure``: fields a row gets when
+    ``work`` raises. ``aclose`` is awaited at the end inside this loop (where async clients
     live). ``max_consecutive_failures`` > 0 arms the circuit breaker."""
     t_start = time.perf_counter()
 
