@@ -24,8 +24,9 @@ def _png(path: Path) -> Path:
 
 
 def write_run(run: Path, n: int, *, seed: int = 0, label: str | None = None, images: bool = True,
-              prompt_chars: int = 600, questions: int = 8) -> Path:
-    """One run folder with ``n`` items; ``seed`` varies which verdicts are correct."""
+              prompt_chars: int = 600, questions: int = 8, start: int = 0, judged: bool = True) -> Path:
+    """One run folder with ``n`` items (ids from ``start``); ``seed`` varies which verdicts are
+    correct; ``judged=False`` leaves judge.jsonl out (a run waiting for its judge phase)."""
     rnd = random.Random(seed)
     run.mkdir(parents=True, exist_ok=True)
     (run / "run.json").write_text(json.dumps({"label": label or run.name, "benchmark": "figeval", "condition": "orig",
@@ -34,7 +35,7 @@ def write_run(run: Path, n: int, *, seed: int = 0, label: str | None = None, ima
     filler = ("lorem ipsum dolor sit amet " * (prompt_chars // 27 + 1))[:prompt_chars]
     with (run / "agent.jsonl").open("w") as fa, (run / "generate.jsonl").open("w") as fg, \
             (run / "judge.jsonl").open("w") as fj:
-        for i in range(n):
+        for i in range(start, start + n):
             rid, cls = f"item_{i:06d}", CLASSES[i % len(CLASSES)]
             fa.write(json.dumps({"id": rid, "category": cls, "prompt": f"prompt {i}", "status": "ok", "error": None,
                                  "final_prompt": f"{filler} {i}", "final_prompt_words": prompt_chars // 6,
@@ -53,6 +54,19 @@ def write_run(run: Path, n: int, *, seed: int = 0, label: str | None = None, ima
             verdicts = [{"qid": f"q{k}", "concept": CONCEPTS[k % 3], "correct": rnd.random() < 0.6,
                          "answer": True, "error": None, "raw": ["true"], "text": f"True or False: fact {k} of {i}",
                          "reference_image": None} for k in range(questions)]
-            fj.write(json.dumps({"id": rid, "category": cls, "judge": "synthetic-judge", "status": "ok",
-                                 "error": None, "verdicts": verdicts, "n_questions": questions}) + "\n")
+            if judged:
+                fj.write(json.dumps({"id": rid, "category": cls, "judge": "synthetic-judge", "status": "ok",
+                                     "error": None, "verdicts": verdicts, "n_questions": questions}) + "\n")
+    if not judged:
+        (run / "judge.jsonl").unlink()
     return run
+
+
+def items_for(n: int, questions: int = 8, start: int = 0) -> list:
+    """The BenchmarkItems of :func:`write_run`'s rows (text questions only)."""
+    from orig_local.evaluation.items import BenchmarkItem, Question
+
+    return [BenchmarkItem(id=f"item_{i:06d}", prompt=f"prompt {i}", category=CLASSES[i % len(CLASSES)],
+                          questions=[Question(id=f"q{k}", text=f"True or False: fact {k} of {i}",
+                                              concept=CONCEPTS[k % 3]) for k in range(questions)])
+            for i in range(start, start + n)]
