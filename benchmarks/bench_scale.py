@@ -88,7 +88,7 @@ def run_one(scenario: str, n: int, work: Path, runs: int) -> dict:
         go = lambda: run_judge_phase(items, run, _scripted_judge(), concurrency=16, progress=False)  # noqa: E731
     elif scenario == "report":
         dirs = [write_run(work / f"run{k}", n, seed=k) for k in range(runs)]
-        go = lambda: build_report(dirs, work / "report", n_boot=1000, media="reference")  # noqa: E731
+        go = lambda: build_report(dirs, work / "report", n_boot=1000, media_mode="reference")  # noqa: E731
     elif scenario == "merge":
         a = write_run(work / "shard0", n // 2)
         b = write_run(work / "shard1", n - n // 2, start=n // 2)

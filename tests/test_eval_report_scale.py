@@ -70,11 +70,11 @@ def test_gallery_pages_lazy_images_and_media_modes(tmp_path):
     copied = list((tmp_path / "copy" / "media" / "r").rglob("*.png"))
     assert len(copied) == 7 and not any(p.is_symlink() for p in copied)
 
-    build_report([run], tmp_path / "link", n_boot=0, media="link")
+    build_report([run], tmp_path / "link", n_boot=0, media_mode="link")
     linked = list((tmp_path / "link" / "media" / "r").rglob("*.png"))
     assert len(linked) == 7 and all(p.is_symlink() and p.resolve().is_file() for p in linked)
 
-    build_report([run], tmp_path / "ref", n_boot=0, media="reference")
+    build_report([run], tmp_path / "ref", n_boot=0, media_mode="reference")
     assert not (tmp_path / "ref" / "media").exists()
     page = tmp_path / "ref" / "gallery" / "r.html"
     srcs = re.findall(r'src="([^"]+)"', page.read_text())
@@ -108,3 +108,17 @@ def test_report_on_a_full_disk_is_one_line(tmp_path, capsys):
     assert main(["report", str(run), "--out", str(out), "--bootstrap", "0", "--no-gallery"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "No space left" in err[0] and "accuracy.md" in err[0], err
+
+
+def test_cli_media_and_page_options(tmp_path, capsys):
+    from orig_local.cli import main
+
+    run = write_run(tmp_path / "runs" / "r", 5)
+    out = tmp_path / "rep"
+    assert main(["report", str(run), "--out", str(out), "--bootstrap", "0", "--media", "link",
+                 "--gallery-page", "2"]) == 0
+    assert sorted(p.name for p in (out / "gallery").glob("*.html")) == ["r-p2.html", "r-p3.html", "r.html"]
+    assert all(p.is_symlink() for p in (out / "media" / "r").rglob("*.png"))
+    with pytest.raises(SystemExit) as exc:  # argparse: one line, exit 2
+        main(["report", str(run), "--out", str(out), "--gallery-page", "0"])
+    assert exc.value.code == 2 and "need at least 1" in capsys.readouterr().err

@@ -101,7 +101,7 @@ def run(args) -> int:
                            n_boot=args.bootstrap, ci=args.ci, seed=args.seed, errors=args.errors,
                            gallery=not args.no_gallery, allow_mixed_judges=args.allow_mixed_judges,
                            data=args.data, benchmark=args.benchmark, ids=_csv_list(args.ids),
-                           classes=_csv_list(args.classes), media=args.media, page_size=args.gallery_page)
+                           classes=_csv_list(args.classes), media_mode=args.media, page_size=args.gallery_page)
     report = Path(written["report"]).read_text(encoding="utf-8")
     for label in (SIMULATED, TINY):
         if label in report:

@@ -469,12 +469,12 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
                  errors: str = "exclude", gallery: bool = True, allow_mixed_judges: bool = False,
                  data: str | Path | None = None, benchmark: str | None = None,
                  ids: Sequence[str] | None = None, classes: Sequence[str] | None = None,
-                 media: str = "copy", page_size: int = GALLERY_PAGE) -> dict[str, Path]:
+                 media_mode: str = "copy", page_size: int = GALLERY_PAGE) -> dict[str, Path]:
     """Write every table, figure and gallery for ``run_dirs`` into ``out`` (default
     ``<run>/report`` for one run). ``judge_name`` may list several judges ("default,qwen7b")
     to compare them side by side. ``data``/``benchmark``: where the benchmark is (default:
     run.json's), for checking verdicts against its question lists. ``ids``/``classes``
-    restrict the tables (unknown ones are an error). ``media``/``page_size``: how galleries
+    restrict the tables (unknown ones are an error). ``media_mode``/``page_size``: how galleries
     show images and how many prompts a gallery page holds (:func:`write_gallery`). Returns the
     written paths by name.
 
@@ -487,8 +487,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     A full disk while writing is one :class:`DiskWriteError` naming the file."""
     if not run_dirs:
         raise UsageError("no run folder given", hint="orig report RUN [RUN ...]")
-    if media not in MEDIA_MODES:
-        raise UsageError(f"--media {media!r}: use one of {', '.join(MEDIA_MODES)}")
+    if media_mode not in MEDIA_MODES:
+        raise UsageError(f"--media {media_mode!r}: use one of {', '.join(MEDIA_MODES)}")
     # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.
     names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
     loader = _RunLoader(errors, data, benchmark, ids, classes, compact=len(run_dirs) * len(names) > 1)
@@ -527,7 +527,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
             for r in runs:
                 full = r if not r.compacted else loader.reload(r)
                 written[f"gallery:{r.label}"] = write_gallery(full, out / "gallery" / f"{_slug(r.label)}.html",
-                                                              out / "media" / _slug(r.label), media_mode=media,
+                                                              out / "media" / _slug(r.label), media_mode=media_mode,
                                                               page_size=page_size)
             written["sections"].append("Galleries: " + ", ".join(
                 f"[{r.label}](gallery/{_slug(r.label)}.html)" for r in runs) + "\n")
