@@ -143,6 +143,10 @@ def _table(title: str, xs: list[int], figures: list[dict], unit: str, goal_cpu: 
             verdict += f"  RSS goal <= {goal_rss}: {'MET' if re <= goal_rss else 'MISSED'}"
         print(f"  {x:>8,} {f['cpu']:>9.2f} {f['wall']:>9.2f} {f['rss_mb']:>12.0f} {f['over_mb']:>17.0f}"
               f" {'' if math.isnan(ce) else f'{ce:.2f}':>9} {'' if math.isnan(re) else f'{re:.2f}':>9}{verdict}")
+    if len(xs) > 2:  # first to last: the step-to-step figures are noisy at small sizes
+        ce = _exponent(figures[0]["cpu"], figures[-1]["cpu"], xs[0], xs[-1])
+        re = _exponent(max(figures[0]["over_mb"], 1.0), max(figures[-1]["over_mb"], 1.0), xs[0], xs[-1])
+        print(f"  {xs[0]:,} -> {xs[-1]:,}: CPU exponent {ce:.2f}, RSS-over-base exponent {re:.2f}")
 
 
 def main() -> int:

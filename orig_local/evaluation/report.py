@@ -524,16 +524,24 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     with naming_disk_errors(out):
         written = _write_tables(runs, base, out, mixed, n_boot, ci, seed)
         if gallery:
-            for r in runs:
-                full = r if not r.compacted else loader.reload(r)
-                written[f"gallery:{r.label}"] = write_gallery(full, out / "gallery" / f"{_slug(r.label)}.html",
-                                                              out / "media" / _slug(r.label), media_mode=media_mode,
-                                                              page_size=page_size)
+            written.update(_write_galleries(runs, loader, out, media_mode, page_size))
             written["sections"].append("Galleries: " + ", ".join(
                 f"[{r.label}](gallery/{_slug(r.label)}.html)" for r in runs) + "\n")
         sections = written.pop("sections") + ["## Provenance\n"] + [provenance_block(r) for r in runs]
         _write_text(out / "report.md", "\n".join(sections))
     written["report"] = out / "report.md"
+    return written
+
+
+def _write_galleries(runs: list[RunResults], loader: _RunLoader, out: Path, media_mode: str,
+                     page_size: int) -> dict[str, Path]:
+    """One gallery per run; a compacted run is reloaded for it (one run's rows at a time)."""
+    written = {}
+    for r in runs:
+        full = r if not r.compacted else loader.reload(r)
+        written[f"gallery:{r.label}"] = write_gallery(full, out / "gallery" / f"{_slug(r.label)}.html",
+                                                      out / "media" / _slug(r.label), media_mode=media_mode,
+                                                      page_size=page_size)
     return written
 
 

@@ -77,6 +77,7 @@ class RunResults:
         self.derived.update(stage_means=stage_means(self), retrieval=_retrieval_numbers(self),
                             retrieval_accuracy=self.retrieval_accuracy, compacted=True)
         self.agent_rows, self.gen_rows, self.judge_rows, self.retrieval_rows = {}, {}, {}, {}
+        self.judge_status_of = {}  # only a selection (applied before compacting) reads it
         return self
 
     @property
