@@ -96,12 +96,15 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 @contextmanager
 def naming_disk_errors(path: Path):
-    """A full/read-only disk while writing ``path`` becomes a DiskWriteError naming it."""
+    """A full/read-only disk while writing ``path`` becomes a DiskWriteError naming it (or the
+    file inside it the error names)."""
     try:
         yield
     except OSError as exc:
+        if isinstance(exc, DiskWriteError):
+            raise
         if exc.errno in DISK_ERRNOS:
-            raise DiskWriteError(f"cannot write {path}: {exc.strerror or exc}",
+            raise DiskWriteError(f"cannot write {exc.filename or path}: {exc.strerror or exc}",
                                  hint="rows already written are intact; free space, then rerun the same "
                                  "command to resume") from exc
         raise
