@@ -31,7 +31,8 @@ def write_run(run: Path, n: int, *, seed: int = 0, label: str | None = None, ima
     run.mkdir(parents=True, exist_ok=True)
     (run / "run.json").write_text(json.dumps({"label": label or run.name, "benchmark": "figeval", "condition": "orig",
                                               "note": "synthetic rows (benchmarks/_scale_runs.py)"}), encoding="utf-8")
-    source = _png(run.parent / "_shared.png") if images else None
+    # hard links of one PNG (a file system allows ~65k links to one inode: a new source per 60k)
+    sources = (lambda i: _png(run / "images" / f"_source{i // 60_000}.png")) if images else None
     filler = ("lorem ipsum dolor sit amet " * (prompt_chars // 27 + 1))[:prompt_chars]
     with (run / "agent.jsonl").open("w") as fa, (run / "generate.jsonl").open("w") as fg, \
             (run / "judge.jsonl").open("w") as fj:
@@ -45,10 +46,8 @@ def write_run(run: Path, n: int, *, seed: int = 0, label: str | None = None, ima
                                                          "seconds": 1.2, "searches_text": 2, "searches_image": 1}}})
                      + "\n")
             image = f"images/{rid}.png"
-            if source is not None:
-                (run / "images").mkdir(exist_ok=True)
-                if not (run / image).exists():
-                    os.link(source, run / image)
+            if sources is not None and not (run / image).exists():
+                os.link(sources(i), run / image)
             fg.write(json.dumps({"id": rid, "category": cls, "status": "ok", "error": None, "image": image,
                                  "seed": 0, "timing": {"seconds": 1.0}}) + "\n")
             verdicts = [{"qid": f"q{k}", "concept": CONCEPTS[k % 3], "correct": rnd.random() < 0.6,
