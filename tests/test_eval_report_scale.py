@@ -122,3 +122,17 @@ def test_cli_media_and_page_options(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:  # argparse: one line, exit 2
         main(["report", str(run), "--out", str(out), "--gallery-page", "0"])
     assert exc.value.code == 2 and "need at least 1" in capsys.readouterr().err
+
+
+def test_merge_streams_rows_and_links_images(tmp_path):
+    from orig_local.evaluation.jsonl_store import read_rows
+    from orig_local.evaluation.merge import merge_runs
+
+    a = write_run(tmp_path / "s0", 4)
+    b = write_run(tmp_path / "s1", 4, start=2)  # items 2 and 3 in both: kept once
+    counts = merge_runs([a, b], tmp_path / "merged")
+    assert counts["judge.jsonl"] == 6
+    ids = [r["id"] for r in read_rows(tmp_path / "merged" / "judge.jsonl")]
+    assert sorted(ids) == [f"item_{i:06d}" for i in range(6)] and len(set(ids)) == 6
+    merged = tmp_path / "merged" / "images" / "item_000005.png"
+    assert merged.stat().st_ino == (b / "images" / "item_000005.png").stat().st_ino  # a link, not a copy
