@@ -62,3 +62,12 @@ def test_store_holds_statuses_not_rows(tmp_path):
     tracemalloc.stop()
     assert len(store) == 50 and store.statuses == {f"i{i}": "ok" for i in range(50)}
     assert held < 100_000  # the file is 1 MB; rows kept in memory would hold all of it
+
+
+def test_readers_agree_with_the_store_on_an_unterminated_last_row(tmp_path):
+    from orig_local.evaluation.rundir import read_phase
+    from orig_local.study.status import phase_counts
+
+    (tmp_path / "generate.jsonl").write_bytes(b'{"id": "a", "status": "ok"}\n{"id": "b", "status": "ok"}')
+    assert set(read_phase(tmp_path, "generate")) == {"a", "b"}
+    assert phase_counts(tmp_path, "generate", ["a", "b", "c"]).done == 2

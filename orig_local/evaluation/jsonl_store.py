@@ -57,6 +57,9 @@ def scan_bytes(data: bytes) -> RowScan:
     scan = RowScan()
     lines = data.split(b"\n")
     scan.torn = lines.pop()  # b"" when the file ends with a newline
+    if scan.torn.strip() and _parse(scan.torn) is not None:  # a whole row that only lacks its newline
+        lines.append(scan.torn)
+        scan.torn = b""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
