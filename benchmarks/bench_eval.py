@@ -3,7 +3,7 @@
 * judge phase: N prompts x Q questions against a scripted judge whose every call takes
   ``--latency`` seconds, with the chat model's concurrency C (a vLLM server batches that many).
   ideal = ceil(N*Q / C) x latency; target: wall <= 1.3 x ideal (the phase keeps the server busy
-  while still writing rows in item order, with fsync per row).
+  while writing each row as it finishes, with fsync per row).
 * scoring: Table-3 row + 1000-replicate bootstrap CIs for N prompts.
 * report: every table, figure and the gallery for one run.
 

@@ -43,7 +43,8 @@ def _run(tmp_path, bench, name="run", agent=None, judge=None, **cfg_kw):
 
 
 def _rows(path):
-    return [json.loads(ln) for ln in Path(path).read_text().splitlines()]
+    """A phase file's rows by id (they are appended in completion order, which varies)."""
+    return sorted((json.loads(ln) for ln in Path(path).read_text().splitlines()), key=lambda r: r["id"])
 
 
 def _write(path, rows):
@@ -247,7 +248,8 @@ def test_status_counts_and_failed_runs_marked_in_every_table(tmp_path, bench, ca
     _write(bad / "agent.jsonl", rows)
     # one judge question errored
     jrows = _rows(bad / "judge.jsonl")
-    jrows[1]["verdicts"][0].update(error="HTTP 404", correct=None, answer=None)
+    judged = [r for r in jrows if r["verdicts"] and r["id"] != rows[0]["id"]]  # rows are in completion order
+    judged[0]["verdicts"][0].update(error="HTTP 404", correct=None, answer=None)
     _write(bad / "judge.jsonl", jrows)
     res = load_run(bad)
     assert res.status["agent"] == {"ok": 6, "degraded": 0, "failed": 3}

@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 INTERRUPTED = "orig: interrupted — rerun the same command to resume"
+OUT_OF_MEMORY = ("orig: error: out of memory (select fewer runs or items with --ids/--classes, or use a machine "
+                 "with more memory; finished rows on disk are intact and a rerun resumes)")
 
 
 def _one_line(text: str) -> str:
@@ -119,10 +121,14 @@ def _user_error(exc: BaseException) -> str | None:
     cached = model_not_cached(exc)
     if cached is not None:
         return cached.one_line()
+    import errno
     import json
 
     if isinstance(exc, OSError) and exc.filename and exc.strerror:  # disk full, permissions...
         return f"{exc.strerror}: {exc.filename} (fix it and rerun the same command; --debug shows where it happened)"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
+        # a write on an open file names no file: still the disk's fault, not a bug
+        return f"{exc.strerror or exc} (free space and rerun the same command; --debug shows where it happened)"
     if isinstance(exc, json.JSONDecodeError):  # a corrupt file read without a friendlier check
         path = _file_in_traceback(exc)
         return f"{path or 'a JSON file'} is not valid JSON ({_one_line(exc)}) (fix or remove the file; --debug shows where it was read)"
@@ -183,6 +189,9 @@ def _main(argv: list[str] | None) -> int:
         return _fail(f"orig: config error: {exc.one_line()}", 2, debug)
     except OrigError as exc:  # user-fixable: one line, no traceback
         return _fail(f"orig: error: {exc.one_line()}", exc.exit_code, debug)
+    except MemoryError:
+        # nothing here may allocate much: building a message (or importing) would raise again
+        return _fail(OUT_OF_MEMORY, 1, debug)
     except Exception as exc:
         message = _user_error(exc)
         if message is None:

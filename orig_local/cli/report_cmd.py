@@ -34,6 +34,18 @@ def _replicates(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: need at least 1")
+    return value
+
+
 def _level(text: str) -> float:
     import argparse
 
@@ -58,6 +70,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--errors", choices=["exclude", "false"], default="exclude",
                         help="unparseable verdicts: left out of S_i (default) or counted wrong")
     parser.add_argument("--no-gallery", action="store_true")
+    parser.add_argument("--media", choices=["copy", "link", "reference"], default="copy",
+                        help="gallery images: copy into <out>/media (hard links where possible; the folder "
+                        "is self-contained, default), link (symlinks: no bytes copied, valid while the runs "
+                        "stay put) or reference (pages point at the images where they are)")
+    parser.add_argument("--gallery-page", type=_positive, default=200, metavar="N",
+                        help="prompts per gallery page (default 200; images load lazily)")
     parser.add_argument("--wise-score", choices=["wiscore", "verified", "statement"],
                         help="WISE runs: WiScore (legacy), WISE_Verified, or our statement accuracy "
                         "(default: the release's own score among those judged)")
@@ -90,7 +108,7 @@ def run(args) -> int:
                            n_boot=args.bootstrap, ci=args.ci, seed=args.seed, errors=args.errors,
                            gallery=not args.no_gallery, allow_mixed_judges=args.allow_mixed_judges,
                            data=args.data, benchmark=args.benchmark, ids=_csv_list(args.ids),
-                           classes=_csv_list(args.classes))
+                           classes=_csv_list(args.classes), media_mode=args.media, page_size=args.gallery_page)
     report = Path(written["report"]).read_text(encoding="utf-8")
     for label in (SIMULATED, TINY):
         if label in report:
@@ -109,7 +127,7 @@ def run(args) -> int:
         print(wise)
     for name, path in written.items():
         print(f"{name}: {path}")
-    unjudged = never_judged_exit(args.runs, args.judge_name)
+    unjudged = never_judged_exit(run_dirs, args.judge_name)  # each seed of a --seeds run, not its parent
     return max(data_error_exit(written, args.allow_data_errors), 0 if args.allow_unjudged else unjudged)
 
 

@@ -1,9 +1,10 @@
 """Append-only JSONL result files that survive being killed, and lose nothing when damaged.
 
 Every row is one line written with a single ``write`` of the whole line, flushed and
-``fsync``-ed before the next item starts, so a kill can only leave a *partial last line*. On
-open, such a tail (bytes after the last newline) is cut off (the item simply runs again); a
-finished id is never written twice. A corrupt line anywhere else (a disk error, a hand edit) is
+``fsync``-ed before the next row is written, so a kill can only leave a *partial last line*. On
+open, such a tail (bytes after the last newline that are not a whole row) is cut off (the item
+simply runs again); a whole row that only lacks its newline is kept. A finished id is never
+written twice, and an id found twice is reported, never resolved by deleting a row. A corrupt line anywhere else (a disk error, a hand edit) is
 *moved* to ``<name>.corrupt.jsonl`` with its line number and every valid row is kept, byte for
 byte. Rewrites (dropping failed rows for a retry, moving corrupt lines, merging shards) go
 through write-to-temp-then-rename, so a file is always either the old or the new version.
@@ -56,6 +57,9 @@ def scan_bytes(data: bytes) -> RowScan:
     scan = RowScan()
     lines = data.split(b"\n")
     scan.torn = lines.pop()  # b"" when the file ends with a newline
+    if scan.torn.strip() and _parse(scan.torn) is not None:  # a whole row that only lacks its newline
+        lines.append(scan.torn)
+        scan.torn = b""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -113,6 +117,11 @@ def _write_atomic(path: Path, lines: Iterable[bytes]) -> Path:
     return path
 
 
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """A small file (run.json) via temp file + fsync + rename; a full disk: DiskWriteError, no temp left."""
+    return _write_atomic(Path(path), [data])
+
+
 def _line(row: dict) -> bytes:
     return (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
 
@@ -145,46 +154,122 @@ def _append_bytes(path: Path, data: bytes) -> None:
 
 def row_failed(row: dict, statuses: Iterable[str]) -> bool:
     """Whether ``row``'s status is one of ``statuses`` (rows without one: failed iff error)."""
-    status = row.get("status") or ("failed" if row.get("error") else "ok")
-    return status in set(statuses)
+    return stored_status(row) in set(statuses)
+
+
+_STATUSES = ("ok", "degraded", "failed")
+
+
+def stored_status(row: dict) -> str:
+    """ok | degraded | failed of a stored row: rows from before statuses existed are failed iff
+    they carry an error; a status this version does not know never counts as success."""
+    status = row.get("status")
+    if status in _STATUSES:
+        return status
+    return "failed" if status is not None or row.get("error") else "ok"
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """(1-based line number, line without its newline, whether a newline ended it), streamed."""
+    with path.open("rb") as fh:
+        for number, line in enumerate(fh, 1):
+            complete = line.endswith(b"\n")
+            yield number, line[:-1] if complete else line, complete
+
+
+def _parse(line: bytes) -> dict | None:
+    try:
+        row = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return row if isinstance(row, dict) and "id" in row else None
+
+
+def iter_rows(path: str | Path) -> Iterator[dict]:
+    """Valid rows of a JSONL file one at a time (a report's memory does not grow with the
+    file); corrupt lines and a torn tail are skipped, a complete last row without a newline is
+    read. Not modified."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    for _, line, _complete in iter_lines(path):
+        if line.strip() and (row := _parse(line)) is not None:
+            yield row
 
 
 class JsonlStore:
-    """One phase's result file: ``done`` ids, ``rows`` and a crash-safe :meth:`append`.
+    """One phase's result file: the ``done`` ids and their statuses, and a crash-safe :meth:`append`.
 
-    ``retry``: statuses whose rows are dropped on open so those items run again (``{"failed"}``
-    for ``--retry-errors``, plus ``"degraded"`` for ``--retry-degraded``); ``drop_errors=True``
-    is ``retry={"failed"}``. ``corrupt`` counts lines moved to the corrupt file on open."""
+    Only ids and statuses stay in memory (a resume at 100k rows does not hold 100k rows); the
+    rows themselves are read from disk when asked for (:meth:`rows`). ``retry``: statuses whose
+    rows are dropped on open so those items run again (``{"failed"}`` for ``--retry-errors``,
+    plus ``"degraded"`` for ``--retry-degraded``); ``drop_errors=True`` is ``retry={"failed"}``.
+    An ok row is never dropped. An id with more than one row (a hand edit, a copied file) is
+    reported and kept as it is; the item counts as done with its best status. ``corrupt``
+    counts lines moved to the corrupt file on open; ``duplicates`` lists ids with several rows."""
 
     def __init__(self, path: str | Path, drop_errors: bool = False, retry: Iterable[str] = ()):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        retry = set(retry) | ({"failed"} if drop_errors else set())
-        scan = scan_rows(self.path)
-        self.corrupt = len(scan.corrupt)
-        if scan.corrupt:
-            self._move_corrupt(scan.corrupt)
-        # Last row wins if a file was ever hand-edited to hold an id twice.
-        by_id: dict[str, tuple[dict, bytes]] = {}
-        for row, raw in zip(scan.rows, scan.raw, strict=True):
-            by_id.pop(row["id"], None)
-            by_id[row["id"]] = (row, raw)
-        dropped = [k for k, (r, _) in by_id.items() if retry and row_failed(r, retry)]
-        for k in dropped:
-            del by_id[k]
-        if scan.corrupt or dropped or len(by_id) != len(scan.rows):
-            _write_atomic(self.path, (raw for _, raw in by_id.values()))
-        elif scan.torn:
+        retry = (set(retry) | ({"failed"} if drop_errors else set())) - {"ok"}
+        self._status: dict[str, str] = {}
+        self.duplicates: list[str] = []
+        corrupt, drop, torn, unterminated = self._scan(retry)
+        self.corrupt = len(corrupt)
+        if corrupt:
+            self._move_corrupt(corrupt)
+        if corrupt or len(drop) > bool(torn):
+            skip = drop | {n for n, _ in corrupt}
+            _write_atomic(self.path, (line + b"\n" for n, line, _ in iter_lines(self.path)
+                                      if n not in skip and line.strip()))
+        elif torn:
             log.warning("%s: cutting a torn last line of %d bytes (a killed run); that item runs again",
-                        self.path, len(scan.torn))
+                        self.path, len(torn))
             with self.path.open("r+b") as fh:
-                fh.truncate(self.path.stat().st_size - len(scan.torn))
+                fh.truncate(self.path.stat().st_size - len(torn))
                 fh.flush()
                 os.fsync(fh.fileno())
-        if dropped:
-            log.info("%s: %d row(s) with status %s dropped to run again", self.path, len(dropped),
+        elif unterminated:  # a whole row without its newline: keep it, end the line
+            _append_bytes(self.path, b"\n")
+        if len(drop) > bool(torn):
+            log.info("%s: %d row(s) with status %s dropped to run again", self.path, len(drop) - bool(torn),
                      "/".join(sorted(retry)))
-        self._rows = {k: r for k, (r, _) in by_id.items()}
+        if self.duplicates:
+            log.warning("%s: %d id(s) have more than one row (%s); all are kept (none is deleted), the item "
+                        "counts as done with its best status, and `orig report` lists them as data errors",
+                        self.path, len(self.duplicates), ", ".join(self.duplicates[:5]))
+
+    def _scan(self, retry: set[str]) -> tuple[list[tuple[int, str]], set[int], bytes, bool]:
+        """One streamed pass: statuses by id; corrupt lines; line numbers to drop; torn tail."""
+        corrupt: list[tuple[int, str]] = []
+        drop: set[int] = set()
+        torn, unterminated = b"", False
+        if not self.path.is_file():
+            return corrupt, drop, torn, unterminated
+        rank = {s: i for i, s in enumerate(_STATUSES)}
+        seen: set[str] = set()
+        for number, line, complete in iter_lines(self.path):
+            if not line.strip():
+                continue
+            row = _parse(line)
+            if row is None:
+                if complete:
+                    corrupt.append((number, line.decode("utf-8", errors="replace")))
+                else:
+                    torn = line
+                    drop.add(number)  # a rewrite leaves it out too
+                continue
+            unterminated = not complete
+            rid, status = str(row["id"]), stored_status(row)
+            if rid in seen and rid not in self.duplicates:
+                self.duplicates.append(rid)
+            seen.add(rid)
+            if status in retry:
+                drop.add(number)
+                continue
+            if rid not in self._status or rank[status] < rank[self._status[rid]]:
+                self._status[rid] = status
+        return corrupt, drop, torn, unterminated
 
     def _move_corrupt(self, corrupt: list[tuple[int, str]]) -> None:
         target = corrupt_path(self.path)
@@ -196,22 +281,29 @@ class JsonlStore:
 
     @property
     def done(self) -> set[str]:
-        return set(self._rows)
+        return set(self._status)
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        """id -> ok | degraded | failed of every finished item (a copy)."""
+        return dict(self._status)
+
+    def status(self, id: str) -> str | None:
+        """The item's stored status, None when it has no row."""
+        return self._status.get(id)
 
     def rows(self) -> list[dict]:
-        return list(self._rows.values())
-
-    def get(self, id: str) -> dict | None:
-        return self._rows.get(id)
+        """Every valid row, read from disk now (file order)."""
+        return list(iter_rows(self.path))
 
     def append(self, row: dict[str, Any]) -> None:
-        if row["id"] in self._rows:
+        if row["id"] in self._status:
             raise ValueError(f"{self.path}: {row['id']} already written")
         _append_bytes(self.path, _line(row))
-        self._rows[row["id"]] = row
+        self._status[row["id"]] = stored_status(row)
 
     def __iter__(self) -> Iterator[dict]:
-        return iter(self.rows())
+        return iter_rows(self.path)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._status)

@@ -5,6 +5,8 @@ Rows are keyed by id; the first complete row wins (rows of a finished id are ide
 shards anyway, since each id ran in exactly one shard), except that a row that finished better
 (ok over degraded over failed: an item retried on another machine) replaces a worse one. The merged file is written atomically;
 the shard files it absorbed move to ``shards/`` so a later read cannot count them twice.
+Rows stream through (only ids are held); image and trace files are hard-linked when the
+folders share a file system, copied otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 import shutil
 from pathlib import Path
 
-from orig_local.evaluation.jsonl_store import JsonlStore, read_rows, write_rows_atomic
+from orig_local.evaluation.jsonl_store import JsonlStore, iter_rows, write_rows_atomic
 from orig_local.evaluation.phases import PHASE_NAMES
 
 log = logging.getLogger(__name__)
@@ -37,15 +39,29 @@ def merge_runs(runs: list[str | Path], out: str | Path | None = None) -> dict[st
 _RANK = {"ok": 0, "degraded": 1, "failed": 2}
 
 
-def _keep_better(rows: dict[str, dict], row: dict) -> None:
-    """One row per id: the first, unless a later one finished better (an item retried on
-    another machine): an ok row never loses to a failed copy of the same id."""
-    def rank(r: dict) -> int:
-        return _RANK.get(str(r.get("status") or ("failed" if r.get("error") else "ok")), 2)
+def _rank(row: dict) -> int:
+    return _RANK.get(str(row.get("status") or ("failed" if row.get("error") else "ok")), 2)
 
-    old = rows.get(row["id"])
-    if old is None or rank(row) < rank(old):
-        rows[row["id"]] = row
+
+def _best_positions(paths: list[Path]) -> dict[str, tuple[int, int, int]]:
+    """id -> (rank, file index, row index) of the row to keep: the first, unless a later one
+    finished better (an item retried on another machine): an ok row never loses to a failed
+    copy of the same id. Holds three numbers per id, not rows."""
+    best: dict[str, tuple[int, int, int]] = {}
+    for f, path in enumerate(paths):
+        for r, row in enumerate(iter_rows(path)):
+            old = best.get(row["id"])
+            if old is None or _rank(row) < old[0]:
+                best[row["id"]] = (_rank(row), f, r)
+    return best
+
+
+def _chosen_rows(paths: list[Path], chosen: dict[str, tuple[int, int, int]]):
+    """The rows :func:`_best_positions` chose, streamed in file order."""
+    for f, path in enumerate(paths):
+        for r, row in enumerate(iter_rows(path)):
+            if chosen[row["id"]][1:] == (f, r):
+                yield row
 
 
 def _merge(runs: list[Path], out: Path) -> dict[str, int]:
@@ -60,14 +76,12 @@ def _merge(runs: list[Path], out: Path) -> dict[str, int]:
         # the target's own main file first, so rows already merged keep their place
         target = out / f"{base}.jsonl"
         paths = sorted(set(paths), key=lambda p: (p != target, str(p)))
-        rows: dict[str, dict] = {}
         for path in paths:
             if path.parent.resolve() == out.resolve():
                 JsonlStore(path)  # moves corrupt lines aside (<name>.corrupt.jsonl) instead of dropping them
-            for row in read_rows(path):
-                _keep_better(rows, row)
-        write_rows_atomic(target, rows.values())
-        counts[target.name] = len(rows)
+        chosen = _best_positions(paths)  # ids only: rows stream from the inputs to the merged file
+        write_rows_atomic(target, _chosen_rows(paths, chosen))
+        counts[target.name] = len(chosen)
         for path in paths:
             if path != target and path.parent == out:
                 (out / "shards").mkdir(exist_ok=True)
@@ -80,9 +94,20 @@ def _merge(runs: list[Path], out: Path) -> dict[str, int]:
                 dst = out / src.relative_to(run)
                 if src.is_file() and not dst.exists():
                     dst.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(src, dst)
+                    _link_or_copy(src, dst)
         for name in ("run.json", "config.yaml"):
             if (run / name).is_file() and not (out / name).exists():
                 shutil.copy2(run / name, out / name)
     log.info("merged into %s: %s", out, counts)
     return counts
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """A hard link (no bytes copied; the merged folder keeps the file if the shard folder is
+    deleted), or a copy across file systems."""
+    import os
+
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

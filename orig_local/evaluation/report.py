@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from orig_local.errors import UsageError
+from orig_local.evaluation.gallery import GALLERY_PAGE, MEDIA_MODES, write_gallery
 from orig_local.evaluation.items import CLASS_ABBREV, CONCEPTS
-from orig_local.evaluation.results import RunResults, load_run, retrieval_summary, row_status, stage_means
+from orig_local.evaluation.phases.common import naming_disk_errors
+from orig_local.evaluation.results import RunResults, load_run, retrieval_summary, stage_means
 from orig_local.evaluation.scoring import bootstrap_ci, paired_difference, table_classes, table_row
 from orig_local.labels import SIMULATED, TINY
 
@@ -61,10 +62,16 @@ def _md(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _csv(path: Path, header: list[str], rows: list[list]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with naming_disk_errors(path), path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(header)
         w.writerows(rows)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """A report file; a full disk is a DiskWriteError naming it (one line, no traceback)."""
+    with naming_disk_errors(path):
+        path.write_text(text, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- notes (footnotes)
@@ -132,6 +139,7 @@ def accuracy_table(runs: Sequence[RunResults], n_boot: int = 1000, ci: float = 0
 
 
 def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int, table=None) -> str:
+    """accuracy.md/.csv; ``table``: :func:`accuracy_table`'s result when already computed."""
     cols, rows = table or accuracy_table(runs, n_boot, ci, seed)
     head = ["run"] + [CLASS_ABBREV.get(c, c) for c in cols] + ["prompts", "judge errors", "notes"]
     md_rows, csv_rows = [], []
@@ -151,7 +159,7 @@ def write_accuracy(runs, out: Path, n_boot: int, ci: float, seed: int, table=Non
     note = (f"Accuracy (%); in brackets the {int(ci * 100)}% bootstrap CI over prompts ({n_boot} "
             "replicates, resampled within classes). All = mean of the class columns.\n\n") if n_boot else "Accuracy (%).\n\n"
     md = note + _md(head, md_rows) + notes_legend(runs) + choice_rule_note(runs)
-    (out / "accuracy.md").write_text(md, encoding="utf-8")
+    _write_text(out / "accuracy.md", md)
     return md
 
 
@@ -199,7 +207,7 @@ def write_differences(runs, baseline: RunResults, out: Path, n_boot: int, ci: fl
     md = (f"Differences in accuracy points, paired on prompt ids scored in both runs, with "
           f"{int(ci * 100)}% bootstrap CI.\n\n" + _md(["run"] + [CLASS_ABBREV.get(c, c) for c in cols] + ["notes"], md_rows)
           + notes_legend(runs))
-    (out / "differences.md").write_text(md, encoding="utf-8")
+    _write_text(out / "differences.md", md)
     return md
 
 
@@ -232,7 +240,7 @@ def write_cost(runs, out: Path) -> str:
     _csv(out / "cost.csv", ["run", "stage", "metric", "mean_per_prompt"], csv_rows)
     md = ("Per-stage cost (Table 6 layout).\n\n" + ("\n".join(parts) if parts else "No agent stage totals recorded.\n")
           + notes_legend(runs))
-    (out / "cost.md").write_text(md, encoding="utf-8")
+    _write_text(out / "cost.md", md)
     return md
 
 
@@ -261,7 +269,7 @@ def write_retrieval(runs, out: Path) -> str:
     _csv(out / "retrieval.csv", ["run"] + keys, csv_rows)
     md = ("Retrieval and prompt statistics (Tables 4/7 layout; means per prompt).\n\n" + _md(head, md_rows)
           + notes_legend(runs))
-    (out / "retrieval.md").write_text(md, encoding="utf-8")
+    _write_text(out / "retrieval.md", md)
     return md
 
 
@@ -295,7 +303,7 @@ def write_status(runs, out: Path) -> str:
     warn = [f"- `{r.label}`: {w}" for r in runs for w in r.warnings]
     if warn:
         md += "\nWarnings:\n\n" + "\n".join(warn) + "\n"
-    (out / "status.md").write_text(md, encoding="utf-8")
+    _write_text(out / "status.md", md)
     return md
 
 
@@ -317,11 +325,11 @@ def write_data_errors(runs, out: Path) -> str | None:
             if stale.exists():
                 stale.unlink()
         return None
-    json_path.write_text(json_dumps([{"run": r.label, "phase": i.phase, "item": i.item, "problem": i.message}
-                                     for r in runs for i in r.data_errors]) + "\n", encoding="utf-8")
+    _write_text(json_path, json_dumps([{"run": r.label, "phase": i.phase, "item": i.item, "problem": i.message}
+                                       for r in runs for i in r.data_errors]) + "\n")
     md = ("Rows that could not be scored and were left out of every table (nothing was guessed).\n\n"
           "| run | phase | item | problem |\n|---|---|---|---|\n" + "\n".join(lines) + "\n")
-    path.write_text(md, encoding="utf-8")
+    _write_text(path, md)
     return md
 
 
@@ -403,14 +411,14 @@ def labels_banner(runs: Sequence[RunResults]) -> str:
 # --------------------------------------------------------------------------- figures
 
 
-def figure_classes(runs, path: Path, n_boot: int, ci: float, seed: int) -> Path | None:
+def figure_classes(runs, path: Path, n_boot: int, ci: float, seed: int, table=None) -> Path | None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    cols, rows = accuracy_table(runs, n_boot, ci, seed)
+    cols, rows = table or accuracy_table(runs, n_boot, ci, seed)
     # classes without data in any run are dropped from the figure (kept in the tables)
     cols = [c for c in cols if c not in CONCEPTS and any(not math.isnan(r["cells"][c][0]) for r in rows)]
     if not cols:
@@ -442,8 +450,9 @@ def figure_classes(runs, path: Path, n_boot: int, ci: float, seed: int) -> Path 
     return _save_figure(fig, ax, path)
 
 
-def figure_backbone_scale(runs, path: Path, n_boot: int, ci: float, seed: int) -> Path | None:
-    """All vs backbone size (7B/32B/72B), one line per (condition, generator)."""
+def figure_backbone_scale(runs, path: Path, n_boot: int, ci: float, seed: int, table=None) -> Path | None:
+    """All vs backbone size (7B/32B/72B), one line per (condition, generator). ``table``: the
+    accuracy table, whose All interval is reused for runs scored over the same classes."""
     sized = [r for r in runs if r.meta.get("backbone_size_b")]
     if len({r.meta["backbone_size_b"] for r in sized}) < 2:
         return None
@@ -456,7 +465,7 @@ def figure_backbone_scale(runs, path: Path, n_boot: int, ci: float, seed: int) -
     for r in sized:
         key = f"{r.meta.get('condition', '?')} / {r.meta.get('generator') or '?'}"
         point = table_row(r.prompts)["All"]
-        lo, hi = (bootstrap_ci(r.prompts, n_boot=n_boot, ci=ci, seed=seed)["All"] if n_boot else (point, point))
+        lo, hi = _all_interval(r, runs, table, n_boot, ci, seed) if n_boot else (point, point)
         groups.setdefault(key, []).append((r.meta["backbone_size_b"], point, lo, hi))
     fig, ax = plt.subplots(figsize=(4.8, 3.4))
     for key, pts in sorted(groups.items()):
@@ -472,6 +481,15 @@ def figure_backbone_scale(runs, path: Path, n_boot: int, ci: float, seed: int) -
     ax.set_xlabel("backbone size")
     ax.set_ylabel("All accuracy (%)")
     return _save_figure(fig, ax, path)
+
+
+def _all_interval(run, runs, table, n_boot: int, ci: float, seed: int) -> tuple[float, float]:
+    """The All interval of ``run`` over its own classes: the accuracy table's when that table
+    used the same classes (same bootstrap, same numbers), else a bootstrap of its own."""
+    if table is not None and table_classes(run.prompts) == table[0][: len(table[0]) - len(CONCEPTS) - 1]:
+        cells = table[1][next(k for k, r in enumerate(runs) if r is run)]["cells"]["All"]
+        return (cells[1], cells[2])
+    return bootstrap_ci(run.prompts, n_boot=n_boot, ci=ci, seed=seed)["All"]
 
 
 def _save_figure(fig, ax, path: Path) -> Path:
@@ -490,94 +508,6 @@ def _save_figure(fig, ax, path: Path) -> Path:
     return path
 
 
-# --------------------------------------------------------------------------- gallery
-
-
-def write_gallery(run: RunResults, path: Path, media: Path | None = None) -> Path:
-    """Static HTML: per prompt the image, references, final prompt and every verdict.
-
-    Every image the page shows is copied (hard-linked when possible) under ``media`` (default
-    ``<report>/media/<label>/``) and linked by a relative path, so the report folder can be
-    moved or copied anywhere and still shows every image. Rows missing optional fields render
-    with what they have."""
-    import hashlib
-    import shutil
-
-    from orig_local.templates import environment
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    media = media or path.parent.parent / "media" / _slug(run.label)
-    copied: dict[Path, str | None] = {}
-
-    def local(p) -> str | None:
-        """A relative src for ``p`` (run-relative or absolute), copied into the report."""
-        if not p or not isinstance(p, str):
-            return None
-        src = Path(p) if Path(p).is_absolute() else run.dir / p
-        if src in copied:
-            return copied[src]
-        if not src.is_file():
-            copied[src] = None
-            return None
-        try:
-            inside = src.resolve().relative_to(run.dir.resolve())
-        except ValueError:  # benchmark reference images etc.: outside the run folder
-            digest = hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:10]
-            inside = Path("external") / f"{digest}_{src.name}"
-        dst = media / inside
-        if not dst.is_file() or dst.stat().st_size != src.stat().st_size:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if dst.exists():
-                dst.unlink()
-            try:
-                os.link(src, dst)  # no copy of the bytes when on the same file system
-            except OSError:
-                shutil.copy2(src, dst)
-        copied[src] = os.path.relpath(dst, path.parent).replace(os.sep, "/")
-        return copied[src]
-
-    scores = run.scores
-    data_errors: dict[str, list[str]] = {}
-    for issue in run.data_errors:
-        data_errors.setdefault(issue.item or "", []).append(f"{issue.phase}: {issue.message}")
-    entries = []
-    ids = list(run.agent_rows) + [i for i in run.judge_rows if i not in run.agent_rows]
-    for pid in ids:
-        a, g, j = run.agent_rows.get(pid, {}), run.gen_rows.get(pid, {}), run.judge_rows.get(pid, {})
-        verdicts = []
-        for v in (j["verdicts"] if isinstance(j.get("verdicts"), list) else []):
-            if not isinstance(v, dict):
-                continue
-            raw = v.get("raw")
-            verdicts.append({
-                "text": v.get("text") or v.get("qid") or "(question text not recorded)",
-                "concept": v.get("concept"), "reference_image": local(v.get("reference_image")),
-                "error": v.get("error"), "correct": v.get("correct") if isinstance(v.get("correct"), bool) else None,
-                "answer": v.get("answer"), "raw": raw if isinstance(raw, list) else ([str(raw)] if raw else []),
-                "p_true": v.get("p_true") if isinstance(v.get("p_true"), (int, float)) else None,
-            })
-        statuses = {ph: row_status(r, ph) for ph, r in (("agent", a), ("generate", g), ("judge", j)) if r}
-        entries.append({
-            "id": pid, "category": a.get("category") or j.get("category", ""),
-            "prompt": a.get("prompt", ""), "final_prompt": a.get("final_prompt", ""),
-            "image": local(g.get("image")), "image_missing": bool(g.get("image")) and local(g.get("image")) is None,
-            "references": [r for r in (local(x) for x in a.get("references") or []) if r],
-            "score": scores.get(pid), "errors": [e for e in (a.get("error"), g.get("error"), j.get("error")) if e],
-            "data_errors": data_errors.get(pid, []),
-            "failed": [ph for ph, st in statuses.items() if st == "failed"],
-            "verdicts": verdicts,
-            "retrieval": _number(run.retrieval_rows.get(pid, {}).get("accuracy")),
-        })
-    has_p_true = any(v["p_true"] is not None for e in entries for v in e["verdicts"])
-    env = environment(Path(__file__).parent / "templates", autoescape=True, trim_blocks=False)
-    meta = {k: v for k, v in run.meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
-    page = env.get_template("gallery.html.jinja").render(
-        label=run.label, meta=meta, entries=entries, counts=run.counts, pct=_pct, labels=run.labels,
-        has_p_true=has_p_true, status=run.status, estimated=SIMULATED in run.labels)
-    path.write_text(page, encoding="utf-8")
-    return path
-
-
 # --------------------------------------------------------------------------- all of it
 
 
@@ -585,15 +515,23 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
                  baseline: str | Path | None = None, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
                  errors: str = "exclude", gallery: bool = True, allow_mixed_judges: bool = False,
                  data: str | Path | None = None, benchmark: str | None = None,
-                 ids: Sequence[str] | None = None, classes: Sequence[str] | None = None) -> dict[str, Path]:
+                 ids: Sequence[str] | None = None, classes: Sequence[str] | None = None,
+                 media_mode: str = "copy", page_size: int = GALLERY_PAGE) -> dict[str, Path]:
     """Write every table, figure and gallery for ``run_dirs`` into ``out`` (default
     ``<run>/report`` for one run). ``judge_name`` may list several judges ("default,qwen7b")
     to compare them side by side. ``data``/``benchmark``: where the benchmark is (default:
     run.json's), for checking verdicts against its question lists. ``ids``/``classes``
-    restrict the tables (unknown ones are an error). Returns the written paths by name.
+    restrict the tables (unknown ones are an error). ``media_mode``/``page_size``: how galleries
+    show images and how many prompts a gallery page holds (:func:`write_gallery`). Returns the
+    written paths by name.
+
+    Memory: with several runs, each run's rows are dropped once its scores and table numbers
+    are computed (:meth:`RunResults.compact`), and galleries reload one run at a time, so a
+    study's report does not grow with the number of runs.
 
     Nothing is written (no folder created) when a run folder is missing or unreadable, or
     when runs judged by different judges would be compared without ``allow_mixed_judges``.
+    A full disk while writing is one :class:`DiskWriteError` naming the file.
 
     Example (the bundled 3-item mini benchmark with tiny random-weight models: the numbers
     test the machinery only, and the report says so)::
@@ -614,34 +552,14 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     """
     if not run_dirs:
         raise UsageError("no run folder given", hint="orig report RUN [RUN ...]")
+    if media_mode not in MEDIA_MODES:
+        raise UsageError(f"--media {media_mode!r}: use one of {', '.join(MEDIA_MODES)}")
     # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.
     names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
-    runs = []
-    items_cache: dict[tuple, dict | None] = {}
-    for d in run_dirs:
-        for name in names:
-            from orig_local.evaluation.results import load_benchmark_items, loader_options, read_run_meta
-            from orig_local.evaluation.rundir import data_path
-
-            meta = read_run_meta(d) if Path(d).is_dir() else {}
-            bench_name = str(benchmark or meta.get("benchmark") or "figeval")
-            key = (str(data or data_path(meta)), bench_name,
-                   repr(sorted(loader_options(d, bench_name, name).items())))
-            if key not in items_cache:  # one load per benchmark (and options), however many runs use it
-                items_cache[key] = (load_benchmark_items(meta, data, benchmark, d, name) if Path(d).is_dir()
-                                    else (None, None))
-            items, why = items_cache[key]
-            run = load_run(d, name, errors, items=items, check_benchmark=False)
-            if items is None and why:
-                run.warnings.insert(0, f"benchmark not checked: {why}; verdicts were validated without the "
-                                       "question list (pass --data to check them)")
-            elif why:
-                run.warnings.insert(0, why)
-            if len(names) > 1:
-                run.label = f"{run.label} [{name or 'default'}]"
-            runs.append(run)
-    if ids or classes:
-        _restrict(runs, ids, classes)
+    loader = _RunLoader(errors, data, benchmark, ids, classes, compact=len(run_dirs) * len(names) > 1)
+    runs = [loader.load(d, name, f" [{name or 'default'}]" if len(names) > 1 else "")
+            for d in run_dirs for name in names]
+    loader.check_selection()
     # One run whose rows come from several judges is warned about in its Status; several runs
     # judged differently must not stand side by side unless asked for.
     mixed = _mixed_judges(runs) if len(names) == 1 and len(runs) > 1 else None
@@ -653,10 +571,12 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
             raise UsageError("several runs: pass --out DIR for the comparison report")
         out = runs[0].dir / "report"
     out = Path(out)
-    if baseline is not None and len(runs) > 1 and not any(
-            r.dir.resolve() == Path(baseline).resolve() for r in runs):  # before anything is written
-        raise UsageError(f"--baseline {baseline} is not one of the runs",
-                         hint="runs: " + ", ".join(str(r.dir) for r in runs))
+    base = runs[0]
+    if baseline is not None and len(runs) > 1:  # before anything is written
+        base = next((r for r in runs if r.dir.resolve() == Path(baseline).resolve()), None)  # type: ignore[assignment]
+        if base is None:
+            raise UsageError(f"--baseline {baseline} is not one of the runs",
+                             hint="runs: " + ", ".join(str(r.dir) for r in runs))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -666,7 +586,34 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     if len(set(labels)) != len(labels):  # same folder name in different places
         for k, r in enumerate(runs):
             r.label = f"{r.label}#{k + 1}"
-    written: dict[str, Path] = {}
+    with naming_disk_errors(out):
+        written = _write_tables(runs, base, out, mixed, n_boot, ci, seed)
+        if gallery:
+            written.update(_write_galleries(runs, loader, out, media_mode, page_size))
+            written["sections"].append("Galleries: " + ", ".join(
+                f"[{r.label}](gallery/{_slug(r.label)}.html)" for r in runs) + "\n")
+        sections = written.pop("sections") + ["## Provenance\n"] + [provenance_block(r) for r in runs]
+        _write_text(out / "report.md", "\n".join(sections))
+    written["report"] = out / "report.md"
+    return written
+
+
+def _write_galleries(runs: list[RunResults], loader: _RunLoader, out: Path, media_mode: str,
+                     page_size: int) -> dict[str, Path]:
+    """One gallery per run; a compacted run is reloaded for it (one run's rows at a time)."""
+    written = {}
+    for r in runs:
+        full = r if not r.compacted else loader.reload(r)
+        written[f"gallery:{r.label}"] = write_gallery(full, out / "gallery" / f"{_slug(r.label)}.html",
+                                                      out / "media" / _slug(r.label), media_mode=media_mode,
+                                                      page_size=page_size)
+    return written
+
+
+def _write_tables(runs: list[RunResults], base: RunResults, out: Path, mixed: str | None,
+                  n_boot: int, ci: float, seed: int) -> dict:
+    """Every table and figure; ``written["sections"]`` holds report.md's text so far."""
+    written: dict = {}
     sections = ["# FIG-Eval report\n"]
     banner = labels_banner(runs)
     if banner:
@@ -681,42 +628,85 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     if errors_md:
         sections += ["## Data errors\n", errors_md]
         written["data_errors"] = out / "data_errors.md"
-    acc_table = accuracy_table(runs, n_boot, ci, seed)  # one bootstrap for accuracy.md and results.json
-    sections += ["## Accuracy\n", write_accuracy(runs, out, n_boot, ci, seed, acc_table)]
+    table = accuracy_table(runs, n_boot, ci, seed)  # one bootstrap: accuracy.md, figures and results.json
+    sections += ["## Accuracy\n", write_accuracy(runs, out, n_boot, ci, seed, table=table)]
     written["accuracy"] = out / "accuracy.md"
     if len(runs) > 1:
-        base = runs[0]
-        if baseline is not None:
-            base = next((r for r in runs if r.dir.resolve() == Path(baseline).resolve()), None)
-            if base is None:
-                raise UsageError(f"--baseline {baseline} is not one of the runs",
-                                 hint="runs: " + ", ".join(str(r.dir) for r in runs))
         sections += ["## Differences\n", write_differences(runs, base, out, n_boot, ci, seed)]
         written["differences"] = out / "differences.md"
     from orig_local.evaluation.results_file import write_results
 
-    written.update(write_results(runs, out, acc_table, n_boot=n_boot, ci=ci, seed=seed,
+    written.update(write_results(runs, out, table, n_boot=n_boot, ci=ci, seed=seed,
                                  baseline=base if len(runs) > 1 else None, classes=columns_for(runs)))
     sections += ["## Retrieval\n", write_retrieval(runs, out), "## Cost\n", write_cost(runs, out)]
     written["retrieval"], written["cost"] = out / "retrieval.md", out / "cost.md"
-    fig = figure_classes(runs, out / "figures" / "classes.png", n_boot, ci, seed)
+    fig = figure_classes(runs, out / "figures" / "classes.png", n_boot, ci, seed, table=table)
     if fig:
         written["fig_classes"] = fig
         sections.append("![per-class accuracy](figures/classes.png)\n")
-    fig = figure_backbone_scale(runs, out / "figures" / "backbone_scale.png", n_boot, ci, seed)
+    fig = figure_backbone_scale(runs, out / "figures" / "backbone_scale.png", n_boot, ci, seed, table=table)
     if fig:
         written["fig_backbone"] = fig
         sections.append("![backbone scale](figures/backbone_scale.png)\n")
-    if gallery:
-        for r in runs:
-            written[f"gallery:{r.label}"] = write_gallery(r, out / "gallery" / f"{_slug(r.label)}.html",
-                                                          out / "media" / _slug(r.label))
-        sections.append("Galleries: " + ", ".join(
-            f"[{r.label}](gallery/{_slug(r.label)}.html)" for r in runs) + "\n")
-    sections += ["## Provenance\n"] + [provenance_block(r) for r in runs]
-    (out / "report.md").write_text("\n".join(sections), encoding="utf-8")
-    written["report"] = out / "report.md"
+    written["sections"] = sections
     return written
+
+
+class _RunLoader:
+    """Loads runs for one report: the benchmark once per (data, benchmark, options) however many
+    runs use it, the ``ids``/``classes`` selection applied per run (checked over all runs by
+    :meth:`check_selection`), and, with ``compact``, each run's rows dropped once scored."""
+
+    def __init__(self, errors: str, data, benchmark, ids, classes, compact: bool):
+        from orig_local.evaluation.selection import normalize
+
+        self.errors, self.data, self.benchmark, self.compact = errors, data, benchmark, compact
+        self.ids, self.classes = ids, classes
+        self.wanted = [normalize(c) for c in classes] if classes else None
+        self.known: dict[str, str] = {}  # every id the runs hold -> its class (for the check)
+        self.items_cache: dict[tuple, tuple] = {}
+        self.labels: dict[int, str] = {}  # id(run) -> label suffix
+
+    def _items(self, d, name: str | None):
+        from orig_local.evaluation.results import load_benchmark_items, loader_options, read_run_meta
+        from orig_local.evaluation.rundir import data_path
+
+        meta = read_run_meta(d) if Path(d).is_dir() else {}
+        bench_name = str(self.benchmark or meta.get("benchmark") or "figeval")
+        key = (str(self.data or data_path(meta)), bench_name,
+               repr(sorted(loader_options(d, bench_name, name).items())))
+        if key not in self.items_cache:  # one load per benchmark (and options), however many runs use it
+            self.items_cache[key] = (load_benchmark_items(meta, self.data, self.benchmark, d, name)
+                                     if Path(d).is_dir() else (None, None))
+        return self.items_cache[key]
+
+    def load(self, d, name: str | None, suffix: str = "", compact: bool | None = None) -> RunResults:
+        items, why = self._items(d, name)
+        run = load_run(d, name, self.errors, items=items, check_benchmark=False)
+        if items is None and why:
+            run.warnings.insert(0, f"benchmark not checked: {why}; verdicts were validated without the "
+                                   "question list (pass --data to check them)")
+        elif why:
+            run.warnings.insert(0, why)
+        run.label += suffix
+        if self.ids or self.classes:
+            _restrict_run(run, self.ids, self.wanted, self.known)
+        return run.compact() if (self.compact if compact is None else compact) else run
+
+    def reload(self, run: RunResults) -> RunResults:
+        """``run`` again with its rows (for its gallery), under its report label."""
+        full = self.load(run.dir, run.judge_name, compact=False)
+        full.label = run.label
+        return full
+
+    def check_selection(self) -> None:
+        """Unknown ids/classes (over every run) are an error before anything is written."""
+        if self.ids or self.classes:
+            from types import SimpleNamespace
+
+            from orig_local.evaluation.selection import check_selection
+
+            check_selection([SimpleNamespace(id=i, category=c) for i, c in self.known.items()], self.ids, self.classes)
 
 
 def _mixed_judges(runs: Sequence[RunResults]) -> str | None:
@@ -732,45 +722,62 @@ def _mixed_judges(runs: Sequence[RunResults]) -> str | None:
 def _restrict(runs: Sequence[RunResults], ids, classes) -> None:
     """Keep only the selected items in every run's scores (unknown ids/classes: an error that
     lists the valid ones)."""
-    from types import SimpleNamespace
+    from orig_local.evaluation.selection import normalize
 
-    from orig_local.evaluation.selection import check_selection, normalize
-
-    known = {}
+    known: dict[str, str] = {}
     for r in runs:
-        for p in r.prompts:
-            known[p.id] = p.category
-        for rid, row in r.judge_rows.items():
-            known.setdefault(rid, normalize(str(row.get("category", ""))))
-    wanted_classes = check_selection([SimpleNamespace(id=i, category=c) for i, c in known.items()], ids, classes)
+        _known(r, known)
+    loader = _RunLoader("exclude", None, None, ids, classes, compact=False)
+    loader.known = known
+    loader.check_selection()
+    wanted = [normalize(c) for c in classes] if classes else None
+    for r in runs:
+        _restrict_run(r, ids, wanted, known)
+
+
+def _known(run: RunResults, known: dict[str, str]) -> dict[str, str]:
+    from orig_local.evaluation.selection import normalize
+
+    for p in run.prompts:
+        known[p.id] = p.category
+    for rid, row in run.judge_rows.items():
+        known.setdefault(rid, normalize(str(row.get("category", ""))))
+    return known
+
+
+def _restrict_run(r: RunResults, ids, wanted_classes, known: dict[str, str]) -> None:
+    """Keep only the selected items of one run (``wanted_classes`` normalised); the ids and
+    classes it holds are added to ``known``."""
     from collections import Counter
 
     from orig_local.evaluation.results import _status_counts
+    from orig_local.evaluation.selection import normalize
+
+    _known(r, known)
 
     def kept(rid: str, row: dict) -> bool:
         category = known.get(rid) or str(row.get("category", ""))
         return (not ids or rid in ids) and (not wanted_classes or normalize(category) in wanted_classes)
 
-    for r in runs:
-        r.prompts = [p for p in r.prompts if (not ids or p.id in ids)
-                     and (not wanted_classes or normalize(p.category) in wanted_classes)]
-        r.counts["judged_prompts"] = len(r.prompts)
-        # Every table of the report covers the same selection: retrieval accuracy, cost, stop
-        # reasons and failure counts over all items beside accuracy over a few would mislead.
-        for attr in ("agent_rows", "gen_rows", "judge_rows", "retrieval_rows"):
-            setattr(r, attr, {rid: row for rid, row in getattr(r, attr).items() if kept(rid, row)})
-        for phase, rows in (("agent", r.agent_rows), ("generate", r.gen_rows), ("retrieval", r.retrieval_rows)):
-            if phase in r.status:
-                r.status[phase] = _status_counts(rows, phase)
-        judged = Counter(st for rid, st in r.judge_status_of.items() if rid in r.judge_rows)
-        r.status["judge"] = {k: judged.get(k, 0) for k in ("ok", "degraded", "failed")}
-        r.stop_reasons = dict(Counter(str(x.get("stop_reason")) for x in r.agent_rows.values() if x.get("stop_reason")))
-        r.counts["agent_rows"] = len(r.agent_rows)
-        r.counts["agent_errors"] = r.status["agent"]["failed"]
-        r.counts["generate_errors"] = r.status["generate"]["failed"]
-        r.counts["images"] = sum(bool(x.get("image")) for x in r.gen_rows.values())
-        r.data_errors = [e for e in r.data_errors if e.item is None or kept(e.item, {})]
-        r.counts["data_errors"] = len(r.data_errors)
+    r.prompts = [p for p in r.prompts if (not ids or p.id in ids)
+                 and (not wanted_classes or normalize(p.category) in wanted_classes)]
+    r.counts["judged_prompts"] = len(r.prompts)
+    # Every table of the report covers the same selection: retrieval accuracy, cost, stop
+    # reasons and failure counts over all items beside accuracy over a few would mislead.
+    for attr in ("agent_rows", "gen_rows", "judge_rows", "retrieval_rows"):
+        setattr(r, attr, {rid: row for rid, row in getattr(r, attr).items() if kept(rid, row)})
+    for phase, rows in (("agent", r.agent_rows), ("generate", r.gen_rows), ("retrieval", r.retrieval_rows)):
+        if phase in r.status:
+            r.status[phase] = _status_counts(rows, phase)
+    judged = Counter(st for rid, st in r.judge_status_of.items() if rid in r.judge_rows)
+    r.status["judge"] = {k: judged.get(k, 0) for k in ("ok", "degraded", "failed")}
+    r.stop_reasons = dict(Counter(str(x.get("stop_reason")) for x in r.agent_rows.values() if x.get("stop_reason")))
+    r.counts["agent_rows"] = len(r.agent_rows)
+    r.counts["agent_errors"] = r.status["agent"]["failed"]
+    r.counts["generate_errors"] = r.status["generate"]["failed"]
+    r.counts["images"] = sum(bool(x.get("image")) for x in r.gen_rows.values())
+    r.data_errors = [e for e in r.data_errors if e.item is None or kept(e.item, {})]
+    r.counts["data_errors"] = len(r.data_errors)
 
 
 def _slug(text: str) -> str:

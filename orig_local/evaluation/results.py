@@ -64,11 +64,28 @@ class RunResults:
     labels: list[str] = field(default_factory=list)  # stand-in labels (orig_local.labels)
     benchmark_checked: bool = False
     judge_status_of: dict[str, str] = field(default_factory=dict)  # item -> ok/degraded/failed (judge)
+    derived: dict = field(default_factory=dict)  # what the tables need, kept when the rows are dropped
+
+    @property
+    def compacted(self) -> bool:
+        return bool(self.derived.get("compacted"))
+
+    def compact(self) -> RunResults:
+        """Keep what the tables need (scores, counts, statuses, stage means, retrieval numbers)
+        and drop the rows: a report over many runs holds one run's rows at a time, so its
+        memory does not grow with the number of runs. Galleries need the rows: reload the run."""
+        self.derived.update(stage_means=stage_means(self), retrieval=_retrieval_numbers(self),
+                            retrieval_accuracy=self.retrieval_accuracy, compacted=True)
+        self.agent_rows, self.gen_rows, self.judge_rows, self.retrieval_rows = {}, {}, {}, {}
+        self.judge_status_of = {}  # only a selection (applied before compacting) reads it
+        return self
 
     @property
     def retrieval_accuracy(self) -> float:
         """Mean over prompts of A_i (paper Eq. 12). Items whose agent phase failed are left out,
         as they are from generation accuracy: their evidence is not what the condition retrieves."""
+        if "retrieval_accuracy" in self.derived:
+            return self.derived["retrieval_accuracy"]
         failed = {rid for rid, r in self.agent_rows.items() if row_status(r, "agent") == "failed"}
         return mean_ignoring_nan(r["accuracy"] for rid, r in self.retrieval_rows.items()
                                  if isinstance(r.get("accuracy"), (int, float)) and not isinstance(r["accuracy"], bool)
@@ -442,6 +459,8 @@ def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] |
 
 def stage_means(run: RunResults) -> dict[str, dict[str, float]]:
     """Per-stage totals averaged over prompts whose agent phase succeeded (cost tables)."""
+    if "stage_means" in run.derived:
+        return run.derived["stage_means"]
     rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed" and r.get("stages") is not None]
     out: dict[str, dict[str, float]] = {}
     for r in rows:
@@ -459,6 +478,12 @@ def retrieval_summary(run: RunResults) -> dict[str, float]:
     searches, prompt-extension tokens, generation accuracy (All)."""
     from orig_local.evaluation.scoring import table_row
 
+    numbers = run.derived.get("retrieval") or _retrieval_numbers(run)
+    return {**numbers, "generation_acc": table_row(run.prompts)["All"] if run.prompts else math.nan}
+
+
+def _retrieval_numbers(run: RunResults) -> dict[str, float]:
+    """:func:`retrieval_summary` without generation accuracy (that one comes from the scores)."""
     rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed"]
     means = stage_means(run)
 
@@ -477,5 +502,4 @@ def retrieval_summary(run: RunResults) -> dict[str, float]:
         "image_searches": total("searches_image"),
         "extension_in_tokens": ext.get("prompt_tokens", math.nan),
         "extension_out_tokens": ext.get("completion_tokens", math.nan),
-        "generation_acc": table_row(run.prompts)["All"] if run.prompts else math.nan,
     }

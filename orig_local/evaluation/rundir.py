@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orig_local.errors import DataError, PreflightError
-from orig_local.evaluation.jsonl_store import read_rows, scan_rows
+from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, read_rows, scan_rows, write_bytes_atomic
 from orig_local.evaluation.phases import PHASE_NAMES
 from orig_local.evaluation.phases import PHASES as PHASE_SPECS
 
@@ -127,10 +127,8 @@ def data_path(meta: dict) -> str | None:
 
 def write_meta_file(run_dir: Path, meta: dict) -> None:
     """run.json, atomically (shard processes may write it at the same time)."""
-    path = Path(run_dir) / "run.json"
-    tmp = path.with_name(f"run.json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # temp file + fsync + rename; a full disk removes the temp file and names run.json
+    write_bytes_atomic(Path(run_dir) / "run.json", (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode())
 
 
 # --------------------------------------------------------------------------- one writer per folder
@@ -198,12 +196,24 @@ def hold_run(run_dir: Path, shard: tuple[int, int] | None = None) -> Iterator[No
                 log.warning("%s: cannot lock (%s); make sure no other process writes this run folder", run_dir, exc)
                 continue
             if exclusive:
-                os.ftruncate(fd, 0)
-                os.write(fd, str(os.getpid()).encode())
+                _write_pid(run_dir / name, fd)
         yield
     finally:
         for fd in handles:
             os.close(fd)  # closing drops the lock
+
+
+def _write_pid(path: Path, fd: int) -> None:
+    """The holder's pid in the lock file (shown to a second writer); a full disk is one line."""
+    try:
+        pid = str(os.getpid()).encode()
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
+    except OSError as exc:
+        if exc.errno in DISK_ERRNOS:
+            raise DiskWriteError(f"cannot write the lock file {path}: {exc.strerror or exc}",
+                                 hint="free space, then rerun the same command") from exc
+        raise
 
 
 def run_label(run_dir: Path) -> str:

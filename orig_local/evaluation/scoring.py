@@ -21,8 +21,9 @@ one of the benchmark's questions or given for a question the item does not have 
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -206,12 +207,56 @@ def _arrays(prompts: Sequence[PromptScore], class_names: Sequence[str]):
     return kept, s, conc, blocks
 
 
-def _draw(blocks, n_total: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+# Index draws per bootstrap call, at most: memory is O(chunk x n) instead of O(n_boot x n)
+# (2.65 GB for one call at 100k prompts before), whatever n_boot is.
+CHUNK_CELLS = 2_000_000
+
+
+def _draw_chunks(blocks, n_total: int, n_boot: int, rng: np.random.Generator,
+                 cells: int | None = None) -> Iterator[np.ndarray]:
+    """The replicate index matrix of :func:`_draw_all` (the historical draw: each class's
+    ``(n_boot, n)`` block in turn from one stream), yielded a chunk of replicates at a time.
+
+    Bit-identical to drawing it whole: a first pass records the generator's state where each
+    class block starts (drawing and discarding in chunks), then each block continues from its
+    own copy of that state. Splitting one ``integers`` call into consecutive calls gives the
+    same numbers (the bit generator keeps its own buffer), which tests/test_eval_scoring.py checks."""
+    chunk = max(1, min(n_boot, (cells or CHUNK_CELLS) // max(n_total, 1)))
+    starts = []
+    for _, _, n in blocks:
+        starts.append(copy.deepcopy(rng.bit_generator.state))
+        if n:
+            for done in range(0, n_boot, chunk):
+                rng.integers(0, n, size=(min(chunk, n_boot - done), n))
+    gens = [np.random.Generator(type(rng.bit_generator)()) for _ in blocks]
+    for g, state in zip(gens, starts, strict=True):
+        g.bit_generator.state = state
+    for done in range(0, n_boot, chunk):
+        m = min(chunk, n_boot - done)
+        idx = np.empty((m, n_total), dtype=np.int64)
+        for (_, start, n), g in zip(blocks, gens, strict=True):
+            if n:
+                idx[:, start:start + n] = start + g.integers(0, n, size=(m, n))
+        yield idx
+
+
+def _draw_all(blocks, n_total: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """The whole ``(n_boot, n_total)`` index matrix at once (the reference :func:`_draw_chunks`
+    must reproduce; tests only)."""
     idx = np.empty((n_boot, n_total), dtype=np.int64)
     for _, start, n in blocks:
         if n:
             idx[:, start:start + n] = start + rng.integers(0, n, size=(n_boot, n))
     return idx
+
+
+def _replicates(s, conc, blocks, n_total: int, n_boot: int, seed: int,
+                cells: int | None = None) -> dict[str, np.ndarray]:
+    """Every table cell for each of ``n_boot`` replicates, computed chunk by chunk."""
+    parts = [_cells(s, conc, blocks, idx) for idx in
+             _draw_chunks(blocks, n_total, n_boot, np.random.default_rng(seed), cells)]
+    parts = parts or [_cells(s, conc, blocks, np.empty((0, n_total), dtype=np.int64))]  # n_boot = 0
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _cells(s: np.ndarray, conc: np.ndarray, blocks, idx: np.ndarray) -> dict[str, np.ndarray]:
@@ -248,8 +293,7 @@ def bootstrap_ci(prompts: Sequence[PromptScore], class_names: Sequence[str] | No
     """Percentile bootstrap interval of every table cell (prompts resampled within classes)."""
     class_names = list(class_names or table_classes(prompts))
     kept, s, conc, blocks = _arrays(prompts, class_names)
-    idx = _draw(blocks, len(kept), n_boot, np.random.default_rng(seed))
-    return {k: _interval(v, ci) for k, v in _cells(s, conc, blocks, idx).items()}
+    return {k: _interval(v, ci) for k, v in _replicates(s, conc, blocks, len(kept), n_boot, seed).items()}
 
 
 def paired_difference(a: Sequence[PromptScore], b: Sequence[PromptScore],
@@ -265,9 +309,19 @@ def paired_difference(a: Sequence[PromptScore], b: Sequence[PromptScore],
     kb, sb, cb, blocks_b = _arrays(b2, class_names)
     assert [p.id for p in ka] == [p.id for p in kb] and blocks == blocks_b
     point_a, point_b = table_row(a2, class_names), table_row(b2, class_names)
-    idx = _draw(blocks, len(ka), n_boot, np.random.default_rng(seed))
-    da, db = _cells(sa, ca, blocks, idx), _cells(sb, cb, blocks, idx)
+    da, db = _paired_replicates(sa, ca, sb, cb, blocks, len(ka), n_boot, seed)
     return {k: (point_b[k] - point_a[k], *_interval(db[k] - da[k], ci)) for k in da}
+
+
+def _paired_replicates(sa, ca, sb, cb, blocks, n_total: int, n_boot: int, seed: int,
+                       cells: int | None = None):
+    """Both runs' cells on the same replicates (the same ids resampled in both), chunk by chunk."""
+    pa, pb = [], []
+    for idx in _draw_chunks(blocks, n_total, n_boot, np.random.default_rng(seed), cells):
+        pa.append(_cells(sa, ca, blocks, idx))
+        pb.append(_cells(sb, cb, blocks, idx))
+    join = lambda parts: {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}  # noqa: E731
+    return join(pa), join(pb)
 
 
 # --------------------------------------------------------------------------- retrieval accuracy

@@ -123,12 +123,12 @@ def copy_agent_rows(src: Path, dst: Path, ids: list[str], retry_failed: bool = F
         row = source_rows.get(item_id)
         if row is None:
             continue  # the source has not produced it (its phase failed or was cut)
-        mine = store.get(item_id)
+        mine = store.status(item_id)
         if mine is None:
             _copy_files(row, src, dst)  # files first, the row last
             store.append(row)
             copied += 1
-        elif retry_failed and row_state(mine) == "failed" and row_state(row) != "failed":
+        elif retry_failed and mine == "failed" and row_state(row) != "failed":
             _copy_files(row, src, dst)
             redone[item_id] = row
     if redone:

@@ -58,17 +58,24 @@ def select_ids(plan: Plan) -> list[str]:
 
 
 def phase_counts(run_dir: Path, phase: str, ids: list[str], judge_name: str | None = None) -> PhaseCounts:
-    from orig_local.evaluation.rundir import read_phase
+    from orig_local.evaluation.jsonl_store import iter_rows
+    from orig_local.evaluation.rundir import phase_file, shard_files
 
-    rows = read_phase(run_dir, phase, judge_name) if run_dir.is_dir() else {}
+    # id -> state only, streamed (first row wins, as read_phase): a study's status over many
+    # 50k-item runs does not hold their rows
+    states: dict[str, str] = {}
+    if run_dir.is_dir():
+        main = phase_file(run_dir, phase, judge_name)
+        for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
+            for row in iter_rows(path):
+                states.setdefault(row["id"], row_state(row))
     counts = PhaseCounts()
     for item_id in ids:
-        row = rows.get(item_id)
-        if row is None:
+        state = states.get(item_id)
+        if state is None:
             counts.pending += 1
             counts.pending_ids.append(item_id)
             continue
-        state = row_state(row)
         if state == "failed":
             counts.failed += 1
             counts.failed_ids.append(item_id)

@@ -29,7 +29,7 @@ def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentF
     """Extended prompt + references + evidence + trace per item -> agent.jsonl.
 
     ``concurrency`` > 1 runs that many (async) agent calls at once - a vLLM backbone batches
-    them - while rows are still written in item order. ``aclose`` is awaited at the end, inside
+    them - each row is written the moment it is finished. ``aclose`` is awaited at the end, inside
     the phase's event loop (where the backbone's HTTP client lives)."""
     run_dir = Path(run_dir)
     store, done = phase_store(run_dir, "agent", shard, retry_errors=retry_errors, retry_degraded=retry_degraded)

@@ -101,12 +101,15 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 @contextmanager
 def naming_disk_errors(path: Path):
-    """A full/read-only disk while writing ``path`` becomes a DiskWriteError naming it."""
+    """A full/read-only disk while writing ``path`` becomes a DiskWriteError naming it (or the
+    file inside it the error names)."""
     try:
         yield
     except OSError as exc:
+        if isinstance(exc, DiskWriteError):
+            raise
         if exc.errno in DISK_ERRNOS:
-            raise DiskWriteError(f"cannot write {path}: {exc.strerror or exc}",
+            raise DiskWriteError(f"cannot write {exc.filename or path}: {exc.strerror or exc}",
                                  hint="rows already written are intact; free space, then rerun the same "
                                  "command to resume") from exc
         raise
@@ -152,14 +155,15 @@ def retry_statuses(retry_errors: bool = False, retry_degraded: bool = False) -> 
 
 
 def phase_store(run_dir: Path, phase: str, shard: tuple[int, int], judge_name: str | None = None,
-                retry_errors: bool = False, retry_degraded: bool = False) -> tuple[JsonlStore, dict[str, dict]]:
-    """This shard's store, and the rows finished anywhere (main file or this shard file), by id."""
+                retry_errors: bool = False, retry_degraded: bool = False) -> tuple[JsonlStore, dict[str, str]]:
+    """This shard's store, and the status of every item finished anywhere (main file or this
+    shard file), by id (ids and statuses only: resuming never holds the rows)."""
     retry = retry_statuses(retry_errors, retry_degraded)
     store = JsonlStore(phase_file(run_dir, phase, judge_name, shard), retry=retry)
-    done = {r["id"]: r for r in store.rows()}
+    done = store.statuses
     if shard[1] > 1:
         main = JsonlStore(phase_file(run_dir, phase, judge_name), retry=retry)
-        done = {**{r["id"]: r for r in main.rows()}, **done}
+        done = {**main.statuses, **done}
     return store, done
 
 

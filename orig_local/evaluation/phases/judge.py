@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,7 +44,7 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Judge,
         # A graded rubric verdict (WISE's WiScore) has no right/wrong: left out of S_i.
         ps = prompt_score(item.id, item.category, [(v.concept, v.correct) for v in verdicts
                                                    if v.correct is not None or v.error])
-        rows = [{**v.to_row(), "text": q.text, "reference_image": q.reference_image}
+        rows = [{**v.to_row(), "text": q.text, "reference_image": _absolute(q.reference_image)}
                 for v, q in zip(verdicts, item.questions, strict=True)]
         return {"verdicts": rows, "score": ps.s if ps.total else None, "n_questions": len(verdicts),
                 "n_errors": ps.errors, **verdict_status(verdicts, "question")}
@@ -53,3 +54,11 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Judge,
                         **judged("judge", judge, judge_name, close, {"verdicts": [], "score": None}))
     summary.update(replies)  # how many verdicts came from the chat cache, in run.json too
     return summary
+
+
+def _absolute(path: str | None) -> str | None:
+    """A reference image's path as the gallery can find it later: absolute (a relative --data
+    made it relative to the working directory of this command, which a report does not know)."""
+    if not path or "://" in path:
+        return path
+    return os.path.abspath(path)

@@ -1,4 +1,4 @@
-"""The one loop every phase runs: items concurrently, rows written in item order.
+"""The one loop every phase runs: items concurrently, each row written the moment it exists.
 
 A phase supplies ``work(item) -> row fields`` (sync or async) and what a row starts with; this
 loop adds what every phase shares: the concurrency limit, an exception turned into a *failed*
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -73,10 +74,11 @@ class PhaseSummary(dict):
         """Selected items whose row is failed, from this invocation or an earlier one."""
         return self.failed + self.earlier.get("failed", 0)
 
-    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, dict]) -> PhaseSummary:
+    def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, str]) -> PhaseSummary:
+        """``done``: id -> stored status (:meth:`JsonlStore.statuses`)."""
         for item in items:
             if item.id in done:
-                status = row_status(done[item.id])
+                status = done[item.id]
                 self.earlier[status] = self.earlier.get(status, 0) + 1
         return self
 
@@ -109,7 +111,7 @@ def verdict_status(verdicts: Sequence[Any], what: str = "question") -> dict[str,
     return {"status": "ok", "error": None}
 
 
-def pending(phase: str, items: Sequence[BenchmarkItem], done: dict[str, dict], inputs: dict | None = None,
+def pending(phase: str, items: Sequence[BenchmarkItem], done: dict[str, str], inputs: dict | None = None,
             reads: str | None = None, eligible: Callable[[BenchmarkItem], bool] | None = None,
             ) -> tuple[list[BenchmarkItem], PhaseSummary]:
     """The items this phase still has to run (not ``done``; ``eligible``; with a row in ``inputs``,
@@ -137,9 +139,10 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
               on_failure: dict | None = None, concurrency: int = 1, progress: bool = True,
               max_consecutive_failures: int = 0, desc: str | None = None,
               aclose: Callable[[], Awaitable] | None = None) -> PhaseSummary:
-    """Run ``work`` on every item (at most ``concurrency`` at once), append each row to ``store``
-    in item order. ``base(item)``: the fields a row starts with; ``on_failure``: fields a row gets
-    when ``work`` raises. ``aclose`` is awaited at the end inside this loop (where async clients
+    """Run ``work`` on every item (at most ``concurrency`` at once, at most twice that many tasks
+    alive), append each row to ``store`` as soon as it is finished (completion order).
+    ``base(item)``: the fields a row starts with; ``on_failure``: fields a row gets when
+    ``work`` raises. ``aclose`` is awaited at the end inside this loop (where async clients
     live). ``max_consecutive_failures`` > 0 arms the circuit breaker."""
     t_start = time.perf_counter()
 
@@ -173,31 +176,42 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
 
     async def go() -> None:
         sem = asyncio.Semaphore(concurrency)
-        tasks = [asyncio.create_task(one(it, sem)) for it in items]
-        consecutive = 0
+        queue = iter(items)
+        # A bounded window of tasks (not one per item up front: 100k items would be 100k
+        # coroutines), each row appended the moment it exists, in completion order: one slow
+        # item never holds back the rows finished after it (readers sort by id, never by line).
+        window = max(1, concurrency) * 2
+        running: dict[asyncio.Task, int] = {}  # task -> its item's position (ties keep item order)
+        consecutive, started = 0, itertools.count()
+
+        def top_up() -> None:
+            while len(running) < window and (item := next(queue, None)) is not None:
+                running[asyncio.create_task(one(item, sem))] = next(started)
+
         try:
             with progress_bar(len(items), desc or phase, progress) as bar:
-                for task in tasks:
-                    row = await task
-                    transport = bool(row.pop("_transport", False))
-                    store.append(row)
-                    summary.ran += 1
-                    status = row_status(row)
-                    setattr(summary, status, getattr(summary, status) + 1)
-                    bar.update()
-                    consecutive = consecutive + 1 if (status == "failed" and transport) else 0
-                    if max_consecutive_failures and consecutive >= max_consecutive_failures:
-                        summary.stopped = (
-                            f"{phase}: stopped after {consecutive} consecutive items whose server did not "
-                            f"answer (last: {str(row.get('error'))[:200]}); {summary.ran} row(s) written, "
-                            f"{len(items) - summary.ran} item(s) not run. Fix the server, then rerun the "
-                            "same command with --retry-errors to resume")
-                        log.error("%s", summary.stopped)
-                        break
+                top_up()
+                while running:
+                    finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    for task in sorted(finished, key=running.__getitem__):
+                        del running[task]
+                        row = task.result()
+                        transport = bool(row.pop("_transport", False))
+                        store.append(row)
+                        summary.ran += 1
+                        status = row_status(row)
+                        setattr(summary, status, getattr(summary, status) + 1)
+                        bar.update()
+                        consecutive = consecutive + 1 if (status == "failed" and transport) else 0
+                        if max_consecutive_failures and consecutive >= max_consecutive_failures:
+                            summary.stopped = _breaker_message(phase, consecutive, row, summary.ran, len(items))
+                            log.error("%s", summary.stopped)
+                            return
+                    top_up()
         finally:
-            for task in tasks:
+            for task in running:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*running, return_exceptions=True)
             if aclose is not None:
                 await aclose()
 
@@ -205,3 +219,9 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
     summary.seconds = round(time.perf_counter() - t_start, 3)
     summary.file = str(store.path)
     return summary
+
+
+def _breaker_message(phase: str, consecutive: int, row: dict, ran: int, total: int) -> str:
+    return (f"{phase}: stopped after {consecutive} consecutive items whose server did not answer (last: "
+            f"{str(row.get('error'))[:200]}); {ran} row(s) written, {total - ran} item(s) not run. Fix the "
+            "server, then rerun the same command with --retry-errors to resume")
