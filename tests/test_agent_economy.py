@@ -136,7 +136,9 @@ async def test_prompt_extension_sees_the_pictures_when_nothing_looked_at_them(co
     assert res.references and not res.error
     ext = [r for r in chat.requests if r["schema"].__name__ == "Extension"]
     sent = [im.to_pil().size for m in ext[0]["messages"] for im in m.images]
-    assert len(sent) == len(res.references) and all(w * h > 500_000 for w, h in sent)
+    # at F^v's size (the one real look), well above the filter's thumbnail
+    bound = AgentConfig().images.visual_features
+    assert len(sent) == len(res.references) and all(300_000 < w * h <= bound for w, h in sent)
 
 
 def test_served_backbones_report_prefix_cache_hits():
