@@ -4,10 +4,11 @@ Everything that comes from the web (page text, snippets, titles, captions, URLs)
 the backbone derived from it (facts, descriptions) enters a request only through
 :func:`delimit`: inside ``<data id="...">`` ... ``</data>`` with its evidence id, after
 :func:`sanitize` removed control and bidi characters and anything that could close the block
-early; short entries (K's statements, F^t) go into one :func:`list_block`, one a line, each
-led by its ids (line breaks inside an entry folded, so no entry can forge another's id). The system prompt says delimited content is material to judge, never instructions to
-follow. :func:`looks_like_instruction` lets the filters drop text that addresses the model
-(``SYSTEM: ignore your instructions ...``) instead of describing the world.
+early; short entries (K's statements, F^t) go into one :func:`list_block`, one a line, each led
+by its ids (line breaks inside an entry folded, so no entry can forge another's id). The system
+prompt says delimited content is material to judge, never instructions to follow.
+:func:`looks_like_instruction` lets the filters drop text that addresses the model (``SYSTEM:
+ignore your instructions ...``) instead of describing the world.
 """
 
 from __future__ import annotations
