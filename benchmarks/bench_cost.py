@@ -19,8 +19,10 @@ earlier request of the same prompt, or with the same stage's request of another 
 gold-fact recall: which planted facts reach each stage's request, K, refinement's request and
 the final prompt P̂.
 
-``--legacy`` settings reproduce the agent before issue 22 (images at full size to every stage
-that took them, the head of each page to the text filter): both are printed side by side.
+``--legacy`` settings turn off issue 22's settings (images at full size to every stage that took
+them, the head of each page to the text filter) on today's instructions and evidence layout
+(shorter than before issue 22; the figures of the code before it are in docs/cost.md): both are
+printed side by side.
 """
 
 from __future__ import annotations
@@ -315,7 +317,7 @@ def main() -> None:
     for rounds in args.rounds:
         rows = {}
         for s in settings:
-            label = "before issue 22 (--legacy settings)" if s == "legacy" else "current defaults"
+            label = "issue 22 settings off (--legacy)" if s == "legacy" else "current defaults"
             rows[s] = run_setting(rounds, s == "legacy", prompts, docs, images, counter, max_pixels)
             print_setting(label, rows[s], len(prompts), rounds)
         stages = list(dict.fromkeys(k for c in rows.values() for k in c.stage))  # pipeline order

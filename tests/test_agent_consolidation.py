@@ -16,7 +16,7 @@ from orig_local.agent.agent import Agent
 from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.untrusted import outside_blocks
-from orig_local.llm.simulated import SimulatedRetriever
+from orig_local.llm.simulated import SimulatedRetriever, _blocks
 
 PROMPT = "The Quillmere Tidal Observatory at noon"
 # Round 1 finds 60 facts about the building; only round 2 (asked what is missing) finds the roof.
@@ -87,8 +87,9 @@ async def test_round_two_facts_reach_refinement_and_the_final_prompt():
     assert round2
     # Refinement's request holds the round-2 facts, inside data blocks citing their K ids.
     assert len(seen) == 1
+    cited = _blocks(seen[0])  # (ids, text) per block, per line of a list block
     for t in round2:
-        assert re.search(rf'<data id="[^"]*\b{t.id}\b[^"]*">[^<]*{re.escape(t.text[:30])}', seen[0])
+        assert any(t.id in ids.split(",") and t.text[:30] in text for ids, text in cited), t.id
     assert "copper dome" in res.final_prompt and "zinc heron" in res.final_prompt
     assert gen.requests[0].prompt == res.final_prompt
     # The summary is consolidated with provenance: every statement cites K entries.
@@ -227,7 +228,7 @@ def test_token_counter_uses_the_backbone_tokenizer_offline_else_a_labelled_estim
 async def test_every_request_fits_a_small_context_window():
     """Requests are filled to the window minus the reply and the template, never beyond."""
     chat = _chat([])
-    cfg = AgentConfig(condition="orig_txt", max_rounds=2, context_tokens=1800, reply_tokens=1024,
+    cfg = AgentConfig(condition="orig_txt", max_rounds=2, context_tokens=1500, reply_tokens=1024,
                       knowledge_tokens=5000, pages_per_query=10, text_top_k=20, page_text="head")
     docs = _retriever()
     res = await Agent(chat, _RoundAware(docs.docs, []), cfg).run(PROMPT)
@@ -235,7 +236,7 @@ async def test_every_request_fits_a_small_context_window():
     assert len(chat.requests) > 5
     for req in chat.requests:
         total = sum(counter.count(m.text) for m in req["messages"])
-        assert total <= 1800 - 1024 + 40, (req["schema"].__name__, total)  # 40: rounding per block
+        assert total <= 1500 - 1024 + 40, (req["schema"].__name__, total)  # 40: rounding per block
     assert any(r.step == "knowledge_cut" for r in res.trace.records)
     assert {i for f in res.knowledge.summary for i in f.evidence} == {t.id for t in res.knowledge.texts}
 

@@ -80,7 +80,9 @@ def test_rows_state_the_defaults_they_quote():
     text = {r[0][:40]: r for r in rows[1:]}
     page = next(r for k, r in text.items() if "Page text is cut" in k)
     assert _config_value("retrieval.reader.max_chars") == 20000 and "20,000" in page[0]
-    assert _config_value("agent.max_page_tokens") == 800 and "~800" in page[0]
+    assert f"~{_config_value('agent.max_page_tokens')} backbone tokens" in page[0]
+    pictures = next(r for k, r in text.items() if "Pictures sized per stage" in k)
+    assert f"{_config_value('agent.images.visual_features'):,} px" in pictures[0]
     images = next(r for k, r in text.items() if "Images per image query" in k)
     assert f"up to {_config_value('agent.images_per_query')} unique" in images[0]
     enhanced = next(r for k, r in text.items() if "Prompt Enhanced is bounded" in k)

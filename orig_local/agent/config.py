@@ -22,14 +22,17 @@ class StageImages(StrictModel):
     ``max_pixels`` (the picture is downscaled, aspect kept, before it is sent); ``None`` = the
     backbone's own bound (the full picture it would see); ``0`` = no pixels: the stage reads what
     an earlier stage said about the picture (the image filter's description, F^v) instead.
-    At 1024x768 a full picture is ~1,000 Qwen2.5-VL tokens; 200,704 px ~236; 100,352 px ~119."""
+    At 1024x768 a full picture is ~1,000 Qwen2.5-VL tokens; 401,408 px ~496; 100,352 px ~119."""
 
     # Keep/reject needs the gist (entity, logo, collage, wrong version), not the detail.
     image_filter: int | None = Field(100_352, ge=3136)  # no 0: the filter must see the picture
     # Choosing references works from the filter's descriptions of each kept picture.
     text_features: int | None = Field(0, ge=0)
-    # What the generator should copy and ignore: the one look at the full picture.
-    visual_features: int | None = Field(None, ge=0)
+    # What the generator should copy and ignore: the one real look at each reference. 401,408 px
+    # (512 tokens' worth; 728x532 from 1024x768, 494 tokens) keeps what F^v names - the
+    # subject's outline, parts, colours, materials, and features of ~2 % of the width (a vane,
+    # a window: still two or more 28-px tokens wide) - at half the tokens of the full picture.
+    visual_features: int | None = Field(401_408, ge=0)
     # Writes P̂ (text only) from F^t and F^v, which already say what each reference shows.
     extension: int | None = Field(0, ge=0)
 
@@ -79,7 +82,10 @@ class AgentConfig(StrictModel):
     # closest to the query, its sub-questions, what is missing and the visual attributes the
     # filter extracts, in page order within the budget; "head": the page's beginning (before
     # issue 22: facts past the first ~12k characters of a long page were never seen).
-    max_page_tokens: int = Field(800, ge=100)
+    # 600: ~4 passages of ~600 characters, the best-ranked; the paper's accumulation input
+    # (Table 6: 3,599 tokens for all of a prompt's pages) is ~400 a page. 800 before: the same
+    # gold-fact recall on bench_cost.py, ~340 more tokens per round.
+    max_page_tokens: int = Field(600, ge=100)
     page_text: Literal["passages", "head"] = "passages"
     images: StageImages = Field(default_factory=StageImages)
     # Consolidate K into a deduplicated summary after each round (one backbone call); off =

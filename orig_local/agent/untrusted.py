@@ -3,10 +3,12 @@
 Everything that comes from the web (page text, snippets, titles, captions, URLs) and everything
 the backbone derived from it (facts, descriptions) enters a request only through
 :func:`delimit`: inside ``<data id="...">`` ... ``</data>`` with its evidence id, after
-:func:`sanitize` removed control and bidi characters and anything that could open or close a block, in any
-spelling. The system prompt says delimited content is material to judge, never instructions to
-follow. :func:`looks_like_instruction` lets the filters drop text that addresses the model
-(``SYSTEM: ignore your instructions ...``) instead of describing the world.
+:func:`sanitize` removed control and bidi characters and anything that could open or close a
+block, in any spelling; short entries (K's statements, F^t) go into one :func:`list_block`, one a line, each led
+by its ids (line breaks inside an entry folded, so no entry can forge another's id). The system
+prompt says delimited content is material to judge, never instructions to follow.
+:func:`looks_like_instruction` lets the filters drop text that addresses the model (``SYSTEM:
+ignore your instructions ...``) instead of describing the world.
 """
 
 from __future__ import annotations
@@ -57,6 +59,22 @@ def sanitize(text: str) -> str:
 def delimit(eid: str, text: str) -> str:
     """One block of untrusted content with its evidence id."""
     return f'{OPEN} id="{sanitize(eid)}">{sanitize(text).strip()}{CLOSE}'
+
+
+LIST_ID = "list"  # a block of short entries, one a line, each led by its evidence id(s)
+
+
+def list_line(eid: str, text: str) -> str:
+    """One entry of a :func:`list_block`: ``"T3,T1: text"``. The entry's own line breaks are
+    folded into spaces, so no entry can start a line that claims another id."""
+    return f"{sanitize(eid)}: {' '.join(sanitize(text).split())}"
+
+
+def list_block(lines: list[str]) -> str:
+    """Short entries (K's statements, F^t's descriptors) in one data block, one a line, each led
+    by its ids: the same ids a block per entry carries in its attribute, at ~5 fewer tokens an
+    entry (a block's ``<data id="...">`` ... ``</data>`` is ~10). ``""`` for no entries."""
+    return f'{OPEN} id="{LIST_ID}">' + "\n".join(lines) + CLOSE if lines else ""
 
 
 def outside_blocks(text: str) -> str:

@@ -153,8 +153,15 @@ _DATA = re.compile(r'<data id="([^"]*)">(.*?)</data>', re.S)
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
-    """The (id, content) of every data block in ``text``, in order."""
-    return [(m.group(1), m.group(2).strip()) for m in _DATA.finditer(text)]
+    """The (id, content) of every data block in ``text``, in order; a list block's entries
+    (:func:`orig_local.agent.untrusted.list_block`) each as its own (ids, text)."""
+    out: list[tuple[str, str]] = []
+    for m in _DATA.finditer(text):
+        if m.group(1) == "list":
+            out += [(i, t.strip()) for i, _, t in (ln.partition(": ") for ln in m.group(2).strip().splitlines())]
+        else:
+            out.append((m.group(1), m.group(2).strip()))
+    return out
 
 
 _TITLE_PREFIX = re.compile(r"^(?:[^.:]{1,80}?:\s+)+(?=[A-Z0-9])")

@@ -122,7 +122,10 @@ async def _filter_page(ctx: StageContext, page: RetrievedPage, result: Accumulat
 
 
 async def _filter_images(ctx: StageContext, images: list[RetrievedImage], result: AccumulationResult) -> None:
-    listing = [{"n": i, "query": delimit(f"Q{i}", im.query), "block": delimit(f"I{i}", f"{clean_field(im.title, UNDESCRIBED)}\n{im.page_url or ''}")}
+    # one block per distinct query (the template names a query once for the pictures it found)
+    queries = {q: delimit(f"Q{k}", q) for k, q in enumerate(dict.fromkeys(im.query for im in images), 1)}
+    listing = [{"n": i, "query": queries[im.query],
+                "block": delimit(f"I{i}", f"{clean_field(im.title, UNDESCRIBED)}\n{im.page_url or ''}")}
                for i, im in enumerate(images, 1)]
     verdict, record = await ctx.ask(
         stage="accumulation", step="image_filter", template="image_filter", schema=ImageFilter,

@@ -22,7 +22,7 @@ from orig_local.agent.economy import PrefixTracker, downscale
 from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
 from orig_local.agent.trace import Stage, StageRecord, Trace, messages_digest
-from orig_local.agent.untrusted import delimit
+from orig_local.agent.untrusted import delimit, list_block, list_line
 from orig_local.imagehash import pixels_sha256
 from orig_local.llm.base import BaseChatModel, ChatError, ImageRef, Message, StructuredOutputError, system, user
 
@@ -226,10 +226,14 @@ class StageContext:
         counter = self.budget.counter
         kinds = {t.id: t.kind for t in self.knowledge.texts}
         passages = any(kinds.get(e.evidence[0]) == "passage" for e in entries)
+        if passages:  # whole passages keep their line breaks: a block each
+            blocks = [delimit(",".join(e.evidence), e.text) for e in entries]
+            if sum(counter.count(b) + 1 for b in blocks) <= max_tokens:
+                return "\n".join(blocks)
         blocks = [_block(e) for e in entries]
-        total = sum(counter.count(b) + 1 for b in blocks)
-        if total <= max_tokens:
-            return "\n".join(blocks)
+        total = LIST_TOKENS + sum(counter.count(b) + 1 for b in blocks)
+        if total <= max_tokens and not passages:
+            return list_block(blocks)
         if passages:
             # Water-filling: short entries keep their length, the long ones share the rest.
             costs = [counter.count(e.text) for e in entries]
@@ -245,7 +249,7 @@ class StageContext:
                 if was_cut:
                     cut.append(e.evidence[0])
                 if text:
-                    out.append(_block(SummaryFact(text=text, evidence=e.evidence, round=e.round)))
+                    out.append(delimit(",".join(e.evidence), text))
             self.note(stage, "knowledge_cut", f"{len(cut)} passage(s) truncated to ~{share} tokens each to fit "
                       f"{max_tokens} tokens ({counter.label})", evidence_ids=cut,
                       output={"budget_tokens": max_tokens, "truncated": cut, "counter": counter.label})
@@ -265,11 +269,14 @@ class StageContext:
                   evidence_ids=[eid for e in cut_entries for eid in e.evidence],
                   output={"budget_tokens": max_tokens, "counter": counter.label,
                           "cut": [{"evidence": e.evidence, "round": e.round, "text": e.text[:200]} for e in cut_entries]})
-        return "\n".join(blocks[i] for i in sorted(keep))
+        return list_block([blocks[i] for i in sorted(keep)])
+
+
+LIST_TOKENS = 8  # a list block's own delimiters
 
 
 def _block(entry: SummaryFact) -> str:
-    return delimit(",".join(entry.evidence), entry.text)
+    return list_line(",".join(entry.evidence), entry.text)
 
 
 def _words(text: str) -> set[str]:

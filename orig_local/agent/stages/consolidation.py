@@ -18,9 +18,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import SummaryFact
-from orig_local.agent.stages.base import StageContext
+from orig_local.agent.stages.base import LIST_TOKENS, StageContext
 from orig_local.agent.support import covers, detail_words, subject_words, unsupported, vague
-from orig_local.agent.untrusted import delimit, looks_like_instruction, sanitize
+from orig_local.agent.untrusted import list_block, list_line, looks_like_instruction, sanitize
 
 
 class ConsolidatedStatement(BaseModel):
@@ -89,14 +89,14 @@ async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
         # At most half the room: the newest statements (most likely about what the new entries
         # add to); older ones not shown stay in the summary unchanged.
         newest = previous[::-1]
-        lines = [delimit(",".join(e.evidence), e.text) for e in newest]
-        shown_previous[:] = newest[: ctx.budget.fitting(lines, left // 2)]
-        return "\n".join(reversed(lines[: len(shown_previous)]))
+        lines = [list_line(",".join(e.evidence), e.text) for e in newest]
+        shown_previous[:] = newest[: ctx.budget.fitting(lines, left // 2 - LIST_TOKENS)]
+        return list_block(list(reversed(lines[: len(shown_previous)])))
 
     def render_new(left: int) -> str:
-        lines = [delimit(t.id, t.text) for t in pending]
-        chunk[:] = pending[: ctx.budget.fitting(lines, left, at_least_one=True)]
-        return "\n".join(lines[: len(chunk)])
+        lines = [list_line(t.id, t.text) for t in pending]
+        chunk[:] = pending[: ctx.budget.fitting(lines, left - LIST_TOKENS, at_least_one=True)]
+        return list_block(lines[: len(chunk)])
 
     target, reply_limit = reply_plan(ctx)
     out, record = await ctx.ask(

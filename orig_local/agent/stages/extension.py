@@ -18,7 +18,7 @@ from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.citations import MENTION, cited_numbers, renumber, strip_citations
 from orig_local.agent.gate import gate_prompt
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.stages.refinement import RefinementResult
+from orig_local.agent.stages.refinement import RefinementResult, feature_list
 from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
 from orig_local.agent.trace import Stage
 from orig_local.agent.untrusted import delimit, looks_like_instruction
@@ -58,7 +58,7 @@ def _describe(r) -> str:
 
 async def extend_prompt(ctx: StageContext, refined: RefinementResult) -> ExtensionResult:
     variables = {
-        "text_features": [delimit(f"F{i}", f) for i, f in enumerate(refined.text_features, 1)],
+        "text_features": feature_list(refined.text_features),
         "references": _reference_view(refined),
         "max_words": ctx.config.max_prompt_words,
     }

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from orig_local.agent.knowledge import ImageEvidence
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.untrusted import delimit, looks_like_instruction
+from orig_local.agent.untrusted import delimit, list_block, list_line, looks_like_instruction
 
 
 class KeptImage(BaseModel):
@@ -188,7 +188,7 @@ async def _visual_features(ctx: StageContext, kept: list[ImageEvidence], result:
     features, _ = await ctx.ask(
         stage="refinement", step="visual_features", template="refine_visual", schema=VisualFeatures,
         variables={
-            "text_features": [delimit(f"F{i}", f) for i, f in enumerate(result.text_features, 1)],
+            "text_features": feature_list(result.text_features),
             "references": [{"n": i, "id": v.id, "block": delimit(f"I{i}", v.description or "image")}
                            for i, v in enumerate(kept, 1)],
             "as_references": as_references,
@@ -231,3 +231,9 @@ async def _dedup(ctx: StageContext, images: list[ImageEvidence]) -> list[ImageEv
         dropped = [v.id for v in images if v.id not in kept_ids]
         ctx.note("refinement", "dedup_images", f"near-duplicates dropped: {', '.join(dropped)}", evidence_ids=dropped)
     return kept
+
+
+def feature_list(features: list[str]) -> list[str]:
+    """F^t for a request: one list block (F1, F2, ... one a line), or none."""
+    block = list_block([list_line(f"F{i}", f) for i, f in enumerate(features, 1)])
+    return [block] if block else []
