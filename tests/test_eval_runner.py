@@ -198,7 +198,7 @@ def test_cli_eval_direct_agent_phase_and_selection(tmp_path, items):
                "--out", str(out), "--phase", "agent", "--classes", "animal,food", "--limit", "3"])
     assert rc == 0
     rows = read_phase(out, "agent")
-    assert list(rows) == ["item_0", "item_2", "item_3"]
+    assert sorted(rows) == ["item_0", "item_2", "item_3"]  # completion order on disk
     assert rows["item_0"]["final_prompt"] == "A picture of thing 0" and rows["item_0"]["error"] is None
     rc = main(["-q", "eval", "--benchmark", "jsonl", "--data", str(bench), "--condition", "direct",
                "--out", str(out), "--phase", "agent", "--ids", "item_1", "--shard", "0/2"])
@@ -231,7 +231,7 @@ def test_generate_phase_shards_itself_under_accelerate(tmp_path, items, monkeypa
     gen = FakeGenerator()
     _run(_config(), run, items, phases=("generate",), generator=gen)
     rows = [json.loads(ln) for ln in (run / "generate.shard-1-of-2.jsonl").read_text().splitlines()]
-    assert [r["id"] for r in rows] == [i.id for i in items[1::2]] and gen.calls == 4
+    assert sorted(r["id"] for r in rows) == sorted(i.id for i in items[1::2]) and gen.calls == 4
     assert not (run / "agent.shard-1-of-2.jsonl").exists()  # only generation is data-parallel
 
 
