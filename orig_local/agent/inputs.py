@@ -50,8 +50,6 @@ NOT_AGENT_OUTPUT: dict[str, dict[str, str]] = {
         "log_level": "logging", "progress": "progress bars",
     },
 }
-# Conditions whose output can carry reference images (capacity changes P̂ and references).
-_IMAGE_CONDITIONS = ("oracle", "orig", "orig_img")
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,8 @@ class _LabelledCounter:
 def agent_inputs(config: Config) -> dict[str, Any]:
     """Every resolved setting the agent phase's output depends on, as plain JSON data: the
     config without :data:`NOT_AGENT_OUTPUT`, the generator replaced by its
-    :class:`GeneratorView` (capacity only for conditions that can carry images)."""
+    :class:`GeneratorView` (capacity for every condition with a refinement step: it is rendered into
+    refinement's request even when no image was found, e.g. ORIG-Txt)."""
     data = config.model_dump(mode="json")
     for section, keys in NOT_AGENT_OUTPUT.items():
         if "*" in keys:
@@ -128,10 +127,12 @@ def agent_inputs(config: Config) -> dict[str, Any]:
         for key in keys:
             target.pop(key, None)
     view = generator_view(config.generator)
-    if config.agent.condition not in _IMAGE_CONDITIONS:
+    spec = config.agent.spec
+    if not (spec.retrieves or spec.needs_oracle):
+        # no refinement step, the only reader of the capacity (Prompt Enhanced)
         view = GeneratorView(None, view.prompt_max_tokens, view.text_tokenizer)
-    if config.agent.condition == "direct":
-        view = GeneratorView()  # P unchanged: nothing of the generator reaches it
+    if not spec.uses_backbone:
+        view = GeneratorView()  # P unchanged (direct): nothing of the generator reaches it
     data["generator_view"] = asdict(view)
     return data
 
