@@ -81,6 +81,7 @@ def test_the_wheel_ships_no_test_server(tmp_path):
     # then takes for an installed orig-local whenever the checkout is on PYTHONPATH
     src = tmp_path / "src"
     shutil.copytree(ROOT / "orig_local", src / "orig_local", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "models", src / "models")  # the catalogue, mapped into the wheel by setup.py
     for name in ("pyproject.toml", "README.md", "LICENSE", "setup.py"):
         shutil.copy(ROOT / name, src / name)
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
@@ -90,6 +91,7 @@ def test_the_wheel_ships_no_test_server(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "orig_local/retrieval/httpfetch.py" in names
     assert not [n for n in names if n.endswith("testserver.py")]
+    assert "orig_local/models/qwen2.5-vl-7b.yaml" in names  # the catalogue ships inside the package
     meta = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(wheel).read(meta).decode()
     assert "License-Expression: MIT" in text

@@ -185,6 +185,27 @@ async def test_parse_bomb_ends_as_timeout_within_the_deadline(server, reader, pa
     assert isinstance(page, Page), page
 
 
+async def test_worker_heap_cap_ends_a_parse_bomb_as_too_large_and_the_worker_reads_on(server):
+    """With ``reader.worker_memory_mb`` (the default config's 160 MB) the worker's heap is
+    capped: the 150k-paragraph page (trafilatura alone peaks near 310 MB on it) is ``too_large``
+    in well under the deadline, and the same worker then reads a real article."""
+    pool = ParseWorkers(1, memory_mb=ReaderConfig().worker_memory_mb)
+    await asyncio.to_thread(pool.warm)
+    session = HttpSession(fetch_config(timeout_s=PATIENT))
+    reader = WebPageReader(ReaderConfig(timeout_s=PATIENT, max_bytes=PAGE_CAP, min_chars=100), session, pool)
+    try:
+        pid = pool._all[0].process.pid
+        result = await reader.read(server.url("/parse-bomb"))
+        assert isinstance(result, FetchFailure) and result.kind == "too_large", result
+        assert "memory" in result.detail
+        page = await reader.read(server.url("/article"))
+        assert isinstance(page, Page), page
+        assert [w.process.pid for w in pool._all] == [pid]  # survived: no respawn was needed
+    finally:
+        await session.aclose()
+        await asyncio.to_thread(pool.close)
+
+
 async def test_event_loop_keeps_ticking_during_hostile_fetches(server, reader, patient_reader):
     """A coroutine ticking every 10 ms must never wait much longer while bombs are fetched,
     decoded and parsed. (Parsing in a thread stalled it for seconds.) A late tick counts as a

@@ -64,6 +64,7 @@ def _serve() -> None:
     from orig_local.retrieval.reader import _extractor, parse_response
 
     _extractor()  # import trafilatura now, before the first page's deadline runs
+    _cap_heap(sys.argv[1:])
     write_frame(replies, "ready")
     while True:
         try:
@@ -75,6 +76,24 @@ def _serve() -> None:
         except MemoryError:
             result = FetchFailure(url=raw.url, kind="too_large", detail="out of memory while parsing")
         write_frame(replies, result)
+
+
+def _cap_heap(argv: list[str]) -> None:
+    """``--memory-mb=N``: the heap may grow by N MB past what the imports took (RLIMIT_DATA),
+    so a parse bomb raises MemoryError (the page's ``too_large``) instead of taking the machine's
+    memory until its deadline. Where the limit cannot be set (not Linux), nothing is capped."""
+    mb = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--memory-mb=")), None)
+    if not mb:
+        return
+    try:
+        import resource
+
+        with open("/proc/self/status", encoding="ascii") as fh:
+            data_kb = next(int(line.split()[1]) for line in fh if line.startswith("VmData:"))
+        limit = (data_kb // 1024 + mb) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, resource.getrlimit(resource.RLIMIT_DATA)[1]))
+    except (OSError, ValueError, StopIteration, ImportError):
+        return  # no /proc or no rlimits: the deadline still bounds the parse
 
 
 def _serve_images(requests: IO[bytes], replies: IO[bytes]) -> None:

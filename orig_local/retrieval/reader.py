@@ -320,12 +320,14 @@ class ParseWorkers:
 
     STARTUP_S = 30.0  # longest wait for a worker's start-up (importing), apart from any deadline
 
-    def __init__(self, size: int, *, images: bool = False):
-        """``images``: workers that decode images (``parse_worker --images``) instead of pages."""
+    def __init__(self, size: int, *, images: bool = False, memory_mb: int | None = None):
+        """``images``: workers that decode images (``parse_worker --images``) instead of pages.
+        ``memory_mb``: heap each page worker may grow by past its start (``reader.worker_memory_mb``)."""
         import weakref
 
         self.size = max(1, size)
-        self._args: tuple[str, ...] = ("--images",) if images else ()
+        self._args: tuple[str, ...] = ("--images",) if images else (
+            (f"--memory-mb={memory_mb}",) if memory_mb else ())
         self._idle: list[_Worker] = []
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
@@ -480,7 +482,7 @@ class WebPageReader:
             size = self.config.parse_workers
             if size is None:
                 size = min(4, os.cpu_count() or 1)
-            workers = ParseWorkers(size) if size > 0 else None
+            workers = ParseWorkers(size, memory_mb=self.config.worker_memory_mb) if size > 0 else None
         self.workers = workers
 
     async def read(self, url: str, query: str | None = None) -> Page | FetchFailure:
