@@ -41,10 +41,6 @@ class StudyInterrupted(BaseException):
     """Ctrl-C or SIGTERM: a BaseException, so no ``except Exception`` on the way swallows it."""
 
 
-def _interrupt(signum, frame):
-    raise StudyInterrupted(signal.Signals(signum).name)
-
-
 class EventLog:
     """``<out>/study.jsonl``: one line per server start/stop and phase, for people and tests."""
 
@@ -138,6 +134,19 @@ class StudyRunner:
         self.server: StudyServer | None = None
         self.child: subprocess.Popen | None = None
         self.progress_interval_s = 30.0  # a progress line at most this often while a phase runs
+        self.interrupted: str | None = None  # the signal that asked the study to stop
+
+    def _interrupt(self, signum, frame) -> None:
+        self.interrupted = signal.Signals(signum).name
+        raise StudyInterrupted(self.interrupted)
+
+    def _check_interrupted(self) -> None:
+        """Raise if a signal came. Its exception alone is not enough: raised inside code whose
+        exceptions Python ignores (the at-fork hooks that run right after Popen forks a phase,
+        seen as "Exception ignored in: _releaseLock"), it is lost, and the study ran to its end
+        with exit 1 instead of stopping with 130."""
+        if self.interrupted:
+            raise StudyInterrupted(self.interrupted)
 
     # ------------------------------------------------------------------ steps
     def phase_env(self) -> dict[str, str]:
@@ -162,7 +171,9 @@ class StudyRunner:
                 self.events.write(event.pop("event"), child_pid=self.child.pid, **event)
             try:
                 if progress is None:
-                    return self.child.wait()
+                    while (rc := self._wait_child(0.5)) is None:
+                        pass
+                    return rc
                 return wait_with_progress(self._wait_child, progress, todo, self.echo, label, self.progress_interval_s)
             finally:
                 stop_process_group(self.child)
@@ -170,6 +181,7 @@ class StudyRunner:
 
     def _wait_child(self, timeout: float) -> int | None:
         assert self.child is not None
+        self._check_interrupted()
         try:
             return self.child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -326,9 +338,10 @@ class StudyRunner:
             preflight(self.plan)
         self.echo(render_schedule(self.plan, steps, len(self.ids)) + "\n")
         self.events.write("study_start", plan=self.plan.name, steps=len(steps), runs=len(self.plan.runs))
-        old = {s: signal.signal(s, _interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, self._interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             for step in steps:
+                self._check_interrupted()
                 if step.kind == "server":
                     self.start_server(step)
                 elif step.kind == "stop":
