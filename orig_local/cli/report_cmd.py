@@ -22,28 +22,25 @@ def _csv_list(values):
     return out or None
 
 
-def _replicates(text: str) -> int:
-    import argparse
+def _whole_number(minimum: int, below: str):
+    """An argparse type: a whole number of at least ``minimum`` (``below`` says why not)."""
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative (0 = no CIs)")
-    return value
+    def parse(text: str) -> int:
+        import argparse
+
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value}{below}")
+        return value
+
+    return parse
 
 
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: need at least 1")
-    return value
+_replicates = _whole_number(0, " is negative (0 = no CIs)")
+_positive = _whole_number(1, ": need at least 1")
 
 
 def _level(text: str) -> float:
