@@ -71,3 +71,21 @@ def test_readers_agree_with_the_store_on_an_unterminated_last_row(tmp_path):
     (tmp_path / "generate.jsonl").write_bytes(b'{"id": "a", "status": "ok"}\n{"id": "b", "status": "ok"}')
     assert set(read_phase(tmp_path, "generate")) == {"a", "b"}
     assert phase_counts(tmp_path, "generate", ["a", "b", "c"]).done == 2
+
+
+def test_later_phases_read_the_row_that_made_the_item_done(tmp_path):
+    # a failed row in the main file and an ok copy in a shard file (e.g. a shard reran the item):
+    # the store counts the item done because of the ok row, so the generation phase must be fed
+    # that row, not the failed one it happens to meet first
+    from orig_local.evaluation.rundir import read_phase
+
+    (tmp_path / "agent.jsonl").write_bytes(
+        b'{"id": "a", "status": "failed", "error": "backbone down"}\n{"id": "b", "status": "degraded", "v": 1}\n')
+    (tmp_path / "agent.shard-1-of-2.jsonl").write_bytes(
+        b'{"id": "a", "status": "ok", "final_prompt": "p"}\n{"id": "b", "status": "failed"}\n'
+        b'{"id": "b", "status": "degraded", "v": 2}\n')
+    rows = read_phase(tmp_path, "agent")
+    assert rows["a"]["status"] == "ok" and rows["a"]["final_prompt"] == "p"
+    assert rows["b"]["v"] == 1  # of equal statuses the first stays
+    store = JsonlStore(tmp_path / "agent.jsonl")
+    assert store.status("a") == "failed"  # the main file alone: failed, so a resume reruns it

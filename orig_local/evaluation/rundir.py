@@ -29,7 +29,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orig_local.errors import DataError, PreflightError
-from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, read_rows, scan_rows, write_bytes_atomic
+from orig_local.evaluation.jsonl_store import (
+    DISK_ERRNOS,
+    DiskWriteError,
+    read_rows,
+    scan_rows,
+    stored_status,
+    write_bytes_atomic,
+)
 from orig_local.evaluation.phases import PHASE_NAMES
 from orig_local.evaluation.phases import PHASES as PHASE_SPECS
 
@@ -55,13 +62,21 @@ def shard_files(run_dir: Path, base: str) -> list[Path]:
 
 
 def read_phase(run_dir: Path, phase: str, judge_name: str | None = None) -> dict[str, dict]:
-    """id -> row over the main file and every shard file (first occurrence wins)."""
+    """id -> row over the main file and every shard file. Where an id has several rows, the one
+    with the best status wins (ok, then degraded, then failed; the first of equals), the same rule
+    by which :class:`JsonlStore` counts the item as done: a later phase must read the row that made
+    the item count as done, not an earlier failed one."""
     main = phase_file(run_dir, phase, judge_name)
     rows: dict[str, dict] = {}
     for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
         for row in read_rows(path):
-            rows.setdefault(row["id"], row)
+            held = rows.get(row["id"])
+            if held is None or _RANK[stored_status(row)] < _RANK[stored_status(held)]:
+                rows[row["id"]] = row
     return rows
+
+
+_RANK = {"ok": 0, "degraded": 1, "failed": 2}
 
 
 def phase_files(run_dir: Path) -> list[Path]:
