@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from orig_local.retrieval.htmldecode import clean_text, decode_html, page_title
+from orig_local.retrieval.threads import all_posts
 
 # MediaWiki's section "[edit]" links and numbered citation markers ("[2]") are not text; they
 # cost precision on wiki pages (the most common search results) and reach the backbone as noise.
@@ -40,11 +41,18 @@ class Extractor:
         self.config.set("DEFAULT", "EXTENSIVE_DATE_SEARCH", "off")  # we never use the date
 
     def __call__(self, html: str, url: str | None, favor: str = "balanced") -> str:
+        from trafilatura.utils import load_html
+
+        # parsed once here: trafilatura copies a tree it is given, so the post-sequence rule
+        # reads the same tree afterwards without a second parse
+        tree = load_html(html)
         text = self.trafilatura.extract(
-            html, url=url, output_format="txt", with_metadata=False, include_comments=False,
-            include_tables=True, include_links=False, include_images=False, config=self.config,
-            favor_precision=favor == "precision", favor_recall=favor == "recall",
+            html if tree is None else tree, url=url, output_format="txt", with_metadata=False,
+            include_comments=False, include_tables=True, include_links=False, include_images=False,
+            config=self.config, favor_precision=favor == "precision", favor_recall=favor == "recall",
         )
+        if text and tree is not None:
+            text = all_posts(tree, text) or text
         return _WIKI_MARKERS.sub("", clean_text(text or "")).strip()
 
 

@@ -1,0 +1,152 @@
+"""Pages made of repeated posts (forum threads, Q&A pages): keep every post, not the first.
+
+trafilatura looks for the article body by class and takes the *first* match (``@class='post'``,
+``post-body``, ...). On a forum thread or a Q&A page every post matches, so its main text is the
+opening post (with the poster's user box and signature) and every reply is lost: 0.41 F1 on the
+forum page of the extraction set, where the replies hold the answer the user searched for.
+
+The rule here is structural, not per site. A *post group* is the set of outermost elements that
+share a tag and a class (``div.content``, ``div.s-prose``, ``div.bbWrapper`` ...), hold mostly
+text (few links), and repeat. When trafilatura's text is essentially one or a few members of
+such a group (they make up a large share of it) and other members are missing from it, the page
+is a sequence of posts and its main text is every member, in document order. An article with
+reader comments is left alone: trafilatura's text is the article, which is no comment, so no
+comment group is "partly in" it.
+
+One pass over the tree measures every element's text and link length (bottom-up, no string
+built); strings are built only for the few largest groups, so the cost is linear in the page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Elements that wrap a post's body on real forums and Q&A sites.
+_CONTAINERS = frozenset({"div", "article", "section", "td", "li", "blockquote"})
+_SKIP = frozenset({"script", "style", "noscript", "template", "nav", "header", "footer", "form",
+                   "select", "button", "svg", "iframe"})
+_BLOCK = frozenset({"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
+                    "table", "blockquote", "pre", "section", "article", "dd", "dt", "hr"})
+_SPACE = re.compile(r"\s+")
+
+MIN_GROUP_CHARS = 200   # a group with less text than a short paragraph is page furniture
+MAX_LINK_SHARE = 0.3    # menus, tag clouds and link lists repeat too; posts are text
+MIN_SHARE_OF_MAIN = 0.4  # the posts found must be most of trafilatura's text (the rest: user boxes)
+GROUPS_CHECKED = 8      # largest groups by text; strings are built for these only
+
+
+@dataclass
+class _Group:
+    members: list[Any] = field(default_factory=list)
+    chars: int = 0
+    links: int = 0
+
+
+def _measure(root: Any) -> dict[tuple[str, str], _Group]:
+    """Outermost members of each (tag, class) group, with their text and link lengths."""
+    from lxml import etree
+
+    sizes: dict[Any, tuple[int, int]] = {}
+    groups: dict[tuple[str, str], _Group] = {}
+    open_count: dict[tuple[str, str], int] = {}
+    outer: set[Any] = set()
+    for event, el in etree.iterwalk(root, events=("start", "end")):
+        tag = el.tag if isinstance(el.tag, str) else ""
+        key = (tag, el.get("class")) if tag in _CONTAINERS and el.get("class") else None
+        if event == "start":
+            if key is not None:
+                if not open_count.get(key):
+                    outer.add(el)
+                open_count[key] = open_count.get(key, 0) + 1
+            continue
+        chars, links = _own_size(el, tag, sizes)
+        sizes[el] = (chars, links)
+        if key is not None:
+            open_count[key] -= 1
+            if el in outer:
+                group = groups.setdefault(key, _Group())
+                group.members.append(el)
+                group.chars += chars
+                group.links += links
+    return groups
+
+
+def _own_size(el: Any, tag: str, sizes: dict[Any, tuple[int, int]]) -> tuple[int, int]:
+    chars, links = len((el.text or "").strip()), 0
+    for child in el:
+        c, k = sizes.pop(child, (0, 0))  # each child is read once: drop it to keep the dict small
+        chars += c + len((child.tail or "").strip())
+        links += k
+    if not tag or tag in _SKIP:
+        return 0, 0
+    return chars, (chars if tag == "a" else links)
+
+
+def render(el: Any) -> str:
+    """An element's text, one line per block (paragraph, list item, line break, heading)."""
+    from lxml import etree
+
+    parts: list[str] = []
+    skip_depth = 0
+    for event, node in etree.iterwalk(el, events=("start", "end")):
+        tag = node.tag if isinstance(node.tag, str) else ""
+        if event == "start":
+            if skip_depth or tag in _SKIP or not tag:
+                skip_depth += 1
+                continue
+            if tag in _BLOCK:
+                parts.append("\n")
+            parts.append(node.text or "")
+            continue
+        if skip_depth:
+            skip_depth -= 1
+            if skip_depth:  # still inside a skipped element
+                continue
+        elif tag in _BLOCK:
+            parts.append("\n")
+        if node is not el:
+            parts.append(node.tail or "")
+    lines = (_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _flat(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _within(member: str, main: str) -> bool:
+    """Whether a member's text is in trafilatura's text (its start and end, which survive the
+    small rewrites trafilatura makes inside a paragraph)."""
+    return member[:60] in main and member[-60:] in main
+
+
+def all_posts(root: Any, main_text: str) -> str | None:
+    """Every post of a thread page, when ``main_text`` (trafilatura's) holds only some; else None.
+
+    Where several groups qualify (``div.post`` > ``div.postbody`` > ``div.content`` nest, and
+    each holds the posts), the one of densest prose wins: the body alone, without the dates,
+    user boxes and signatures around it, which are short lines."""
+    main = _flat(main_text)
+    if not main:
+        return None
+    groups = [g for g in _measure(root).values()
+              if len(g.members) >= 2 and g.chars >= MIN_GROUP_CHARS and g.links <= MAX_LINK_SHARE * g.chars]
+    found: list[list[str]] = []
+    for group in sorted(groups, key=lambda g: g.chars, reverse=True)[:GROUPS_CHECKED]:
+        texts = [t for t in (render(m) for m in group.members) if t]
+        inside = [t for t in texts if _within(_flat(t), main)]
+        if inside and len(inside) < len(texts) and \
+                sum(len(_flat(t)) for t in inside) >= MIN_SHARE_OF_MAIN * len(main):
+            found.append(texts)
+    if not found:
+        return None
+    most = max(sum(map(len, texts)) for texts in found)
+    best = max((texts for texts in found if sum(map(len, texts)) >= most / 2), key=_mean_line)
+    return "\n".join(best)
+
+
+def _mean_line(texts: list[str]) -> float:
+    lines = [line for t in texts for line in t.split("\n")]
+    return sum(map(len, lines)) / len(lines)
