@@ -1,7 +1,11 @@
 """Writes the held-out extraction pages (``data/extraction/heldout/``): a phpBB-style forum thread,
-a Q&A page shaped like a Stack Exchange question, and a French news article whose reader
-comments hold most of the page's text. Written after the reader's post-sequence rule, to check
-it on markup it was not developed on; the reader is never tuned on these pages.
+a Q&A page shaped like a Stack Exchange question, a French news article whose reader comments
+hold most of the page's text, a Spanish Discourse-style thread and a German vBulletin-style one.
+Written after the reader's post-sequence rule, to check it on markup it was not developed on.
+Honest history: the rule's second shape (all posts present, with user boxes between them) was
+added after forum_varnish_en first scored 0.795, so that page is no longer held out; the Spanish
+and German threads were written after that and first measured without any change (1.000 and
+0.757); see ``data/extraction/heldout/README.md`` for what changed after.
 
     python benchmarks/_heldout_pages.py   # rewrites the .html/.txt pairs
 
@@ -299,10 +303,136 @@ def news_comments_page() -> tuple[str, str]:
     return page, "\n".join(ARTICLE_FR) + "\n"
 
 
+# ------------------------------------------------------------------ 4. Discourse-style thread (es)
+
+DISCOURSE_POSTS = [
+    ("ruth_pedal", ["Hace dos semanas cambié la cadena de mi bicicleta de gravel y desde entonces salta en los "
+                    "piñones pequeños cuando pedaleo de pie en las subidas.",
+                    "El cassette tiene unos seis mil kilómetros y los platos parecen en buen estado. ¿Tengo que "
+                    "cambiar también el cassette o puede ser un problema de ajuste del cambio?"]),
+    ("taller_nortes", ["Casi seguro que es el cassette. Una cadena nueva sobre piñones gastados salta justo en los "
+                       "que más has usado, y con seis mil kilómetros los pequeños suelen estar ya redondeados.",
+                       "Antes de comprar nada, mide la cadena vieja con un medidor de desgaste. Si pasaba del 0,75 "
+                       "por ciento, el cassette se ha gastado con ella y hay que cambiarlos juntos."]),
+    ("pilar_mtb", ["Yo añadiría revisar la tensión del cable del desviador trasero. Media vuelta del tensor en "
+                   "el mando a veces basta para que deje de saltar, sobre todo si la cadena nueva es de otra marca."]),
+    ("ruth_pedal", ["Medí la cadena vieja: estaba en el uno por ciento. Así que cassette nuevo.",
+                    "Lo he montado hoy con la cadena que ya había comprado y he hecho la subida del puerto dos "
+                    "veces de pie sin un solo salto. Gracias a los dos."]),
+    ("taller_nortes", ["Perfecto. Para la próxima vez: si cambias la cadena cuando llega al 0,5 por ciento, el "
+                       "cassette aguanta dos o tres cadenas y sale mucho más barato."]),
+]
+
+
+def discourse_page() -> tuple[str, str]:
+    """Written after the last change to the reader's rules, and measured without changing them."""
+    rng = random.Random(11)
+    title = "La cadena nueva salta en los piñones pequeños"
+    posts, gold = [], []
+    for i, (user, paras) in enumerate(DISCOURSE_POSTS):
+        gold.extend(paras)
+        cooked = "".join(f"<p>{E(p)}</p>" for p in paras)
+        likes = rng.randint(0, 14)
+        posts.append(f"""
+<div class="topic-post clearfix regular" data-post-number="{i + 1}"><article id="post_{i + 1}" aria-label="publicación #{i + 1} de {user}" role="region" data-post-id="{7700 + i}" data-topic-id="312" data-user-id="{50 + i}" class="boxed onscreen-post">
+<div class="row"><div class="topic-avatar"><div class="post-avatar"><a class="trigger-user-card main-avatar" href="/u/{user}" data-user-card="{user}" aria-hidden="true"><img alt="" width="48" height="48" src="/user_avatar/{user}/48.png" class="avatar"></a></div></div>
+<div class="topic-body clearfix"><div role="heading" aria-level="2" class="topic-meta-data"><div class="names trigger-user-card"><span class="first username"><a href="/u/{user}" data-user-card="{user}">{user}</a></span>
+<span class="user-title">{rng.choice(["Ciclista habitual", "Mecánico", "Nuevo miembro"])}</span></div>
+<div class="post-infos"><div class="post-info post-date"><a class="post-date" href="/t/312/{i + 1}"><span title="{rng.randint(1, 28)} mar 2024 {rng.randint(8, 22)}:{rng.randint(10, 59)}" class="relative-date">{rng.randint(1, 20)} d</span></a></div></div></div>
+<div class="regular contents"><div class="cooked">{cooked}</div>
+<section class="post-menu-area clearfix"><nav class="post-controls"><div class="actions"><button class="widget-button btn-flat like" title="me gusta">{likes or ""} Me gusta</button>
+<button class="widget-button btn-flat share" title="compartir enlace">Compartir</button><button class="widget-button btn-flat reply create" title="responder">Responder</button></div></nav></section></div>
+<section class="post-actions"></section><div class="post-links-container"></div></div></div></article></div>""")
+    suggested = "".join(f'<tr class="topic-list-item"><td class="main-link"><a href="/t/{k}" class="title">Tema sugerido número {k} sobre transmisiones</a></td><td class="posts">{k + 3}</td></tr>'
+                        for k in range(10))
+    page = f"""<!DOCTYPE html>
+<html lang="es" class="desktop-view not-mobile-device text-size-normal anon"><head><meta charset="utf-8"><title>{title} - Mecánica - Foro Rodadas</title>
+<meta property="og:title" content="{title}"><meta property="og:site_name" content="Foro Rodadas">{_chrome_script(12)}</head>
+<body class="crawler"><header class="d-header"><div class="wrap"><div class="contents"><div class="title"><a href="/"><img src="/logo.png" alt="Foro Rodadas" id="site-logo"></a></div>
+<div class="panel"><button class="btn sign-up-button">Registrarse</button><button class="btn login-button">Iniciar sesión</button></div></div></div></header>
+<div id="main-outlet" class="wrap" role="main"><div class="sidebar-wrapper"><div class="sidebar-sections">{_menu(16, "categoria")}</div></div>
+<div id="topic-title"><div class="title-wrapper"><h1 data-topic-id="312"><a href="/t/312">{title}</a></h1>
+<div class="topic-category"><span class="badge-category__name">Mecánica</span> <a class="discourse-tag" href="/tag/cadena">cadena</a> <a class="discourse-tag" href="/tag/cassette">cassette</a></div></div></div>
+<div class="container posts"><div class="topic-timeline"><div class="timeline-scrollarea">1 / {len(DISCOURSE_POSTS)}</div></div>
+<section class="topic-area" id="topic" data-topic-id="312"><div class="posts-wrapper">{"".join(posts)}</div></section>
+<div class="topic-map"><ul class="clearfix"><li><h4>creado</h4>mar 2024</li><li><h4>última respuesta</h4>mar 2024</li><li><h4>respuestas</h4>{len(DISCOURSE_POSTS) - 1}</li><li><h4>vistas</h4>{rng.randint(200, 900)}</li></ul></div>
+<div class="more-topics__container"><h3 class="suggested-topics-message">Temas sugeridos</h3><table class="topic-list">{suggested}</table></div></div></div>
+<footer class="footer"><div class="wrap">{_menu(8, "ayuda")}<p>Funciona con Discourse, se ve mejor con JavaScript habilitado</p></div></footer>
+</body></html>"""
+    return page, "\n".join(gold) + "\n"
+
+
+# ------------------------------------------------------------------ 5. vBulletin-style thread (de)
+
+VB_POSTS = [
+    ("Fliesenfuchs", ["Im Bad unseres Altbaus löst sich an der Duschwand die Silikonfuge nach jedem Winter, und "
+                      "dahinter wird die Wand schwarz.",
+                      "Die Fuge ist jetzt das dritte Mal erneuert worden. Liegt das am Material oder machen wir "
+                      "beim Verfugen etwas falsch?"]),
+    ("Estrichleger_Jo", ["Eine Silikonfuge ist eine Wartungsfuge und hält selten länger als ein paar Jahre, aber "
+                         "jeden Winter ist zu oft. Meist haftet das Silikon an drei Seiten statt an zwei, weil "
+                         "hinten keine Rundschnur liegt.",
+                         "Dann kann die Fuge den Bewegungen zwischen Wand und Wanne nicht folgen und reißt an der "
+                         "schwächsten Stelle ab. Wasser läuft dahinter, und der Schimmel kommt von dort."]),
+    ("Fliesenfuchs", ["Eine Rundschnur hatten wir tatsächlich nie drin. Welchen Durchmesser nimmt man?"]),
+    ("Estrichleger_Jo", ["Etwa ein Viertel größer als die Fugenbreite, damit sie stramm sitzt. Bei einer "
+                         "Fuge von acht Millimetern also eine Schnur mit zehn Millimetern.",
+                         "Wichtig ist auch, die Wanne beim Verfugen mit Wasser zu füllen. Sonst senkt sie sich "
+                         "später unter dem Gewicht und zieht die frische Fuge auf."]),
+    ("Sanitaer-Susi", ["Und bitte ein Sanitärsilikon mit Fungizid verwenden und die alte Fuge vorher komplett "
+                       "entfernen, auch die Reste in den Poren der Fliesenkante. Schimmelsporen unter der neuen Fuge "
+                       "wachsen sonst einfach weiter."]),
+]
+
+
+def vbulletin_page() -> tuple[str, str]:
+    """Written after the last change to the reader's rules, and measured without changing them."""
+    rng = random.Random(13)
+    title = "Silikonfuge an der Dusche reißt jeden Winter"
+    posts, gold = [], []
+    for i, (user, paras) in enumerate(VB_POSTS):
+        gold.extend(paras)
+        body = "<br />\n<br />\n".join(E(p) for p in paras)
+        pid = 88100 + i
+        posts.append(f"""
+<div id="edit{pid}" style="padding:0px 0px 6px 0px"><table class="tborder" id="post{pid}" cellpadding="6" cellspacing="0" border="0" width="100%" align="center">
+<tr><td class="thead" style="font-weight:normal; border: 1px solid #D1D1E1; border-right: 0px"><a name="post{pid}"><img class="inlineimg" src="images/statusicon/post_old.gif" alt="Alt" border="0" /></a> {rng.randint(1, 28)}.02.2024, {rng.randint(7, 22)}:{rng.randint(10, 59)}</td>
+<td class="thead" style="font-weight:normal; border: 1px solid #D1D1E1; border-left: 0px" align="right">&nbsp;#<a href="showpost.php?p={pid}&amp;postcount={i + 1}" target="new" id="postcount{pid}" name="{i + 1}"><strong>{i + 1}</strong></a></td></tr>
+<tr valign="top"><td class="alt2" width="175" style="border: 1px solid #D1D1E1; border-top: 0px; border-bottom: 0px">
+<div id="postmenu_{pid}"><a class="bigusername" href="member.php?u={300 + i}">{user}</a></div>
+<div class="smallfont">{rng.choice(["Erfahrener Benutzer", "Neuer Benutzer", "Moderator"])}</div>
+<div class="smallfont">&nbsp;<br /><div>Registriert seit: {rng.choice(["Jan", "Apr", "Okt"])} 20{rng.randint(8, 20):02d}</div><div>Ort: {rng.choice(["Kassel", "Bremen", "Passau"])}</div><div>Beiträge: {rng.randint(5, 4000)}</div></div></td>
+<td class="alt1" id="td_post_{pid}" style="border-right: 1px solid #D1D1E1">
+<div class="smallfont"><img class="inlineimg" src="images/icons/icon1.gif" alt="Standard" border="0" /> <strong>{"AW: " if i else ""}{title}</strong></div><hr size="1" style="color:#D1D1E1; background-color:#D1D1E1" />
+<div id="post_message_{pid}">{body}</div>
+{"<div>__________________<br />Wer misst, misst Mist.</div>" if user == "Estrichleger_Jo" else ""}
+<div style="margin-top: 10px" align="right"><a href="report.php?p={pid}" rel="nofollow"><img class="inlineimg" src="images/buttons/report.gif" alt="Beitrag melden" border="0" /></a></div></td></tr>
+<tr><td class="alt2" style="border: 1px solid #D1D1E1; border-top: 0px"><img class="inlineimg" src="images/statusicon/user_offline.gif" alt="{user} ist offline" border="0" /></td>
+<td class="alt1" align="right" style="border: 1px solid #D1D1E1; border-left: 0px; border-top: 0px"><a href="newreply.php?do=newreply&amp;p={pid}" rel="nofollow"><img src="images/buttons/quote.gif" alt="Mit Zitat antworten" border="0" /></a></td></tr>
+</table></div>""")
+    similar = "".join(f'<tr><td class="alt1" align="left"><span class="smallfont"><a href="showthread.php?t={k}">Ähnliches Thema {k}: Fugen im Bad</a></span></td><td class="alt2" nowrap="nowrap"><span class="smallfont">Bad &amp; Sanitär</span></td><td class="alt1" align="center"><span class="smallfont">{k + 2}</span></td></tr>'
+                      for k in range(10))
+    page = f"""<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">
+<html xmlns="http://www.w3.org/1999/xhtml" dir="ltr" lang="de"><head><meta http-equiv="Content-Type" content="text/html; charset=utf-8" /><title>{title} - Heimwerker-Forum</title>{_chrome_script(9)}</head>
+<body><a name="top"></a><table border="0" width="100%" cellpadding="0" cellspacing="0" align="center"><tr><td align="left"><a href="index.php"><img src="images/misc/logo.gif" border="0" alt="Heimwerker-Forum" /></a></td>
+<td align="right"><form action="login.php?do=login" method="post"><input type="text" class="bginput" name="vb_login_username" size="10" /><input type="submit" class="button" value="Anmelden" /></form></td></tr></table>
+<div class="page" style="width:100%; text-align:left"><div style="padding:0px 25px 0px 25px" align="left">
+<table class="tborder" cellpadding="6" cellspacing="1" border="0" width="100%" align="center"><tr><td class="alt1" width="100%"><span class="navbar"><a href="index.php" accesskey="1">Heimwerker-Forum</a></span> <span class="navbar">&gt; <a href="forumdisplay.php?f=12">Bad &amp; Sanitär</a></span></td></tr></table>
+<div class="vbmenu_popup" id="navbar_search_menu" style="display:none">{_menu(14, "forum")}</div>
+<table class="tborder" cellpadding="6" cellspacing="1" border="0" width="100%"><tr><td class="tcat">Themen-Optionen</td><td class="tcat">Ansicht</td></tr></table>
+<div id="posts">{"".join(posts)}<div id="lastpost"></div></div>
+<table class="tborder" cellpadding="6" cellspacing="1" border="0" width="100%" align="center"><thead><tr><td class="tcat" colspan="3">Ähnliche Themen</td></tr></thead><tbody>{similar}</tbody></table>
+<div class="smallfont" align="center">Alle Zeitangaben in WEZ +1. Es ist jetzt 18:04 Uhr.</div></div></div>
+<div class="smallfont" align="center">Powered by vBulletin&reg; Version 3.8.11<br />Copyright &copy;2000 - 2024, vBulletin Solutions, Inc.</div>
+<div id="footer_links">{_menu(10, "hilfe")}</div></body></html>"""
+    return page, "\n".join(gold) + "\n"
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for name, make in (("forum_varnish_en", forum_page), ("qa_sourdough_en", qa_page),
-                       ("news_comments_passerelle_fr", news_comments_page)):
+                       ("news_comments_passerelle_fr", news_comments_page),
+                       ("forum_cadena_es", discourse_page), ("forum_silikon_de", vbulletin_page)):
         page, gold = make()
         (OUT / f"{name}.html").write_text(page, encoding="utf-8")
         (OUT / f"{name}.txt").write_text(gold, encoding="utf-8")
