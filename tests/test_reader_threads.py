@@ -48,6 +48,24 @@ def test_every_post_of_a_thread_is_main_text_and_user_boxes_are_not():
     assert text.index(bodies[0]) < text.index(bodies[1]) < text.index(bodies[-1])  # thread order
 
 
+def test_a_forum_laid_out_in_tables_with_numbered_ids_keeps_only_the_posts():
+    """vBulletin 3's shape: one table per post, the user box in one cell, the body in a
+    ``div id="post_message_N"`` without a class; trafilatura writes each post as a table row."""
+    bodies = [_reply(i) for i in range(30)]
+    posts = "".join(f"""<table class="tborder" id="post{900 + i}"><tr><td class="thead">{i % 28 + 1}.02.2024</td>
+<td class="thead">#{i + 1}</td></tr><tr><td class="alt2"><a class="bigusername" href="/u/{i}">fitter{i}</a>
+<div class="smallfont">Registriert seit: Jan 2019</div><div class="smallfont">Beitr&auml;ge: {i * 13}</div></td>
+<td class="alt1" id="td_post_{900 + i}"><div class="smallfont"><strong>AW: Lagerverschlei&szlig;</strong></div>
+<div id="post_message_{900 + i}">{body}</div></td></tr></table>""" for i, body in enumerate(bodies))
+    menu = "".join(f"<li><a href='/f/{k}'>Forum {k}</a></li>" for k in range(80))
+    html = (f"<!DOCTYPE html><html lang='de'><head><title>Lager</title></head><body><ul>{menu}</ul>"
+            f"<div id='posts'>{posts}</div><ul>{menu}</ul></body></html>")
+    assert 20_000 <= len(html) <= 60_000
+    text, _ = extract_main_text(html, "https://forum.invalid/t/2")
+    assert all(b in text for b in bodies)
+    assert "Registriert seit" not in text and "fitter3" not in text and "|" not in text
+
+
 def _article_with_comments(n_comments: int = 60) -> tuple[str, list[str], list[str]]:
     paras = [f"Paragraph {k} of the report: the new breakwater at Selm took {k + 2} months longer than "
              f"planned because the granite blocks from quarry {k} failed the frost test and were "

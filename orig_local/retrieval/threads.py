@@ -10,7 +10,8 @@ every post but with each poster's user box, join date, post count and signature 
 0.66 precision on a phpBB-style thread.
 
 The rule here is structural, not per site. A *post group* is the set of outermost elements that
-share a tag and a class (``div.content``, ``div.s-prose``, ``div.bbWrapper`` ...), hold mostly
+share a tag and a class (``div.content``, ``div.s-prose``, ``div.cooked`` ...; without a class,
+a numbered id: ``div#post_message_88100``), hold mostly
 text (few links), and repeat. When the posts make up a large share of trafilatura's text and
 either some are missing from it, or all are there and nothing outside them reads as prose, the
 page is a sequence of posts and its main text is every member, in document order. An article
@@ -34,6 +35,7 @@ _SKIP = frozenset({"script", "style", "noscript", "template", "nav", "header", "
 _BLOCK = frozenset({"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
                     "table", "blockquote", "pre", "section", "article", "dd", "dt", "hr"})
 _SPACE = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 
 MIN_GROUP_CHARS = 200   # a group with less text than a short paragraph is page furniture
 MAX_LINK_SHARE = 0.3    # menus, tag clouds and link lists repeat too; posts are text
@@ -61,7 +63,7 @@ def _measure(root: Any) -> dict[tuple[str, str], _Group]:
     outer: set[Any] = set()
     for event, el in etree.iterwalk(root, events=("start", "end")):
         tag = el.tag if isinstance(el.tag, str) else ""
-        key = (tag, el.get("class")) if tag in _CONTAINERS and el.get("class") else None
+        key = _group_key(el, tag) if tag in _CONTAINERS else None
         if event == "start":
             if key is not None:
                 if not open_count.get(key):
@@ -78,6 +80,18 @@ def _measure(root: Any) -> dict[tuple[str, str], _Group]:
                 group.chars += chars
                 group.links += links
     return groups
+
+
+def _group_key(el: Any, tag: str) -> tuple[str, str] | None:
+    """(tag, class), else (tag, id with its digits masked): vBulletin's ``post_message_88100``
+    and many CMS' ``comment-5001`` carry no class, only a numbered id."""
+    cls = el.get("class")
+    if cls:
+        return tag, cls
+    ident = el.get("id")
+    if ident and _DIGITS.search(ident):
+        return tag, "#" + _DIGITS.sub("0", ident)
+    return None
 
 
 def _own_size(el: Any, tag: str, sizes: dict[Any, tuple[int, int]]) -> tuple[int, int]:
@@ -152,7 +166,7 @@ def all_posts(root: Any, main_text: str) -> str | None:
             continue
         if len(inside) < len(flats) or (
                 len(flats) >= MIN_POSTS_ALL_INSIDE
-                and _prose_outside(main_text, "\n".join(flats)) <= MAX_PROSE_OUTSIDE * sum(map(len, flats))):
+                and _prose_outside(main_text, flats) <= MAX_PROSE_OUTSIDE * sum(map(len, flats))):
             found.append(texts)
     if not found:
         return None
@@ -161,11 +175,20 @@ def all_posts(root: Any, main_text: str) -> str | None:
     return "\n".join(best)
 
 
-def _prose_outside(main_text: str, posts: str) -> int:
-    """Characters of ``main_text`` in paragraph-long lines (``PROSE_LINE`` or more) that are in
-    no post: an article's own text, which user boxes, dates and signatures never are."""
-    return sum(len(line) for line in (_flat(x) for x in main_text.split("\n"))
-               if len(line) >= PROSE_LINE and line not in posts)
+def _prose_outside(main_text: str, posts: list[str]) -> int:
+    """Characters of ``main_text`` outside every post in paragraph-long runs (``PROSE_LINE`` or
+    more): an article's own text, which user boxes, dates and signatures never are. A table row
+    (how trafilatura writes a forum laid out in tables) is cut into its cells."""
+    joined = "\n".join(posts)
+    total = 0
+    for line in main_text.split("\n"):
+        line = _flat(line)
+        for post in posts:
+            if post in line:
+                line = line.replace(post, "|")
+        total += sum(len(run) for run in (r.strip() for r in line.split("|"))
+                     if len(run) >= PROSE_LINE and run not in joined)
+    return total
 
 
 def _mean_line(texts: list[str]) -> float:
