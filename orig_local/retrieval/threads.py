@@ -44,6 +44,7 @@ GROUPS_CHECKED = 8      # largest groups by text; strings are built for these on
 MIN_POSTS_ALL_INSIDE = 3  # all posts already in trafilatura's text: a thread, not two text boxes
 PROSE_LINE = 100        # a line this long is a paragraph, not a user box, date or signature
 MAX_PROSE_OUTSIDE = 0.1  # share of the posts' text that may stand outside them as prose
+WITHIN_SHARE = 0.9      # share of a post's three-word runs found in trafilatura's text: it is there
 
 
 @dataclass
@@ -129,7 +130,7 @@ def render(el: Any) -> str:
             parts.append("\n")
         if node is not el:
             parts.append(node.tail or "")
-    lines = (_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n"))
+    lines = (" ".join(line.split()) for line in "".join(parts).split("\n"))
     return "\n".join(line for line in lines if line)
 
 
@@ -137,10 +138,18 @@ def _flat(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _within(member: str, main: str) -> bool:
-    """Whether a member's text is in trafilatura's text (its start and end, which survive the
-    small rewrites trafilatura makes inside a paragraph)."""
-    return member[:60] in main and member[-60:] in main
+def _shingles(words: list[str]) -> set[tuple[str, ...]]:
+    return set(zip(words, words[1:], words[2:], strict=False))
+
+
+def _within(words: list[str], main_shingles: set[tuple[str, ...]], main_words: set[str]) -> bool:
+    """Whether a member's text is in trafilatura's text: nearly all its runs of three words are
+    (trafilatura rewrites a little inside a paragraph). Hash look-ups, so a thread of thousands
+    of posts costs time linear in its text, not posts x text."""
+    shingles = _shingles(words)
+    if not shingles:
+        return all(w in main_words for w in words)
+    return len(shingles & main_shingles) >= WITHIN_SHARE * len(shingles)
 
 
 def all_posts(root: Any, main_text: str) -> str | None:
@@ -152,43 +161,56 @@ def all_posts(root: Any, main_text: str) -> str | None:
     Where several groups qualify (``div.post`` > ``div.postbody`` > ``div.content`` nest, and
     each holds the posts), the one of densest prose wins: the body alone, without the dates,
     user boxes and signatures around it, which are short lines."""
-    main = _flat(main_text)
+    main = main_text.split()
     if not main:
         return None
+    main_shingles, main_words, main_chars = _shingles(main), set(main), len(_flat(main_text))
+    # a group with less text than its share of trafilatura's needs no strings built (user boxes,
+    # dates and signatures are groups too); 0.75: the two measures count whitespace differently
+    least = max(MIN_GROUP_CHARS, 0.75 * MIN_SHARE_OF_MAIN * main_chars)
     groups = [g for g in _measure(root).values()
-              if len(g.members) >= 2 and g.chars >= MIN_GROUP_CHARS and g.links <= MAX_LINK_SHARE * g.chars]
-    found: list[list[str]] = []
+              if len(g.members) >= 2 and g.chars >= least and g.links <= MAX_LINK_SHARE * g.chars]
+    found: list[tuple[list[str], list[list[str]], bool]] = []  # texts, their words, all inside
     for group in sorted(groups, key=lambda g: g.chars, reverse=True)[:GROUPS_CHECKED]:
         texts = [t for t in (render(m) for m in group.members) if t]
-        flats = [_flat(t) for t in texts]
-        inside = [f for f in flats if _within(f, main)]
-        if not inside or sum(map(len, inside)) < MIN_SHARE_OF_MAIN * len(main):
-            continue
-        if len(inside) < len(flats) or (
-                len(flats) >= MIN_POSTS_ALL_INSIDE
-                and _prose_outside(main_text, flats) <= MAX_PROSE_OUTSIDE * sum(map(len, flats))):
-            found.append(texts)
+        words = [t.split() for t in texts]
+        inside = [t for t, w in zip(texts, words, strict=True) if _within(w, main_shingles, main_words)]
+        if inside and sum(len(_flat(t)) for t in inside) >= MIN_SHARE_OF_MAIN * main_chars and (
+                len(inside) < len(texts) or len(texts) >= MIN_POSTS_ALL_INSIDE):
+            found.append((texts, words, len(inside) == len(texts)))
     if not found:
         return None
-    most = max(sum(map(len, texts)) for texts in found)
-    best = max((texts for texts in found if sum(map(len, texts)) >= most / 2), key=_mean_line)
-    return "\n".join(best)
+    most = max(sum(map(len, texts)) for texts, _, _ in found)
+    found = [f for f in found if sum(map(len, f[0])) >= most / 2]
+    for texts, words, all_inside in sorted(found, key=lambda f: _mean_line(f[0]), reverse=True):
+        # the prose check last, and only until a group passes: it reads all of trafilatura's text
+        if not all_inside or not _prose_outside(main_text, words, MAX_PROSE_OUTSIDE * sum(map(len, texts))):
+            return "\n".join(texts)
+    return None
 
 
-def _prose_outside(main_text: str, posts: list[str]) -> int:
-    """Characters of ``main_text`` outside every post in paragraph-long runs (``PROSE_LINE`` or
-    more): an article's own text, which user boxes, dates and signatures never are. A table row
-    (how trafilatura writes a forum laid out in tables) is cut into its cells."""
-    joined = "\n".join(posts)
+def _prose_outside(main_text: str, posts: list[list[str]], limit: float) -> bool:
+    """Whether ``main_text`` has more than ``limit`` characters outside every post in
+    paragraph-long runs (``PROSE_LINE`` or more): an article's own text, which user boxes, dates
+    and signatures never are. A word is in a post when a run of three words around it is; a line
+    break or a table cell border (how trafilatura writes a forum laid out in tables) ends a run."""
+    post_shingles = set().union(*(_shingles(w) for w in posts))
     total = 0
-    for line in main_text.split("\n"):
-        line = _flat(line)
-        for post in posts:
-            if post in line:
-                line = line.replace(post, "|")
-        total += sum(len(run) for run in (r.strip() for r in line.split("|"))
-                     if len(run) >= PROSE_LINE and run not in joined)
-    return total
+    for cell in (c for line in main_text.split("\n") for c in line.split("|")):
+        if len(cell) < PROSE_LINE:  # user boxes, dates, signatures: most lines of a thread
+            continue
+        words = cell.split()
+        covered = [False] * len(words)
+        for i, shingle in enumerate(zip(words, words[1:], words[2:], strict=False)):
+            if shingle in post_shingles:
+                covered[i] = covered[i + 1] = covered[i + 2] = True
+        run = 0
+        for word, inside in zip(words, covered, strict=True):
+            total, run = (total + (run if run >= PROSE_LINE else 0), 0) if inside else (total, run + len(word) + 1)
+        total += run if run >= PROSE_LINE else 0
+        if total > limit:
+            return True
+    return False
 
 
 def _mean_line(texts: list[str]) -> float:
