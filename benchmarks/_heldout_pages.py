@@ -1,3 +1,4 @@
+# ruff: noqa: E501  -- page markup is kept one element per line, as real sites serve it
 """Writes the held-out extraction pages (``data/extraction/heldout/``): a phpBB-style forum thread,
 a Q&A page shaped like a Stack Exchange question, a French news article whose reader comments
 hold most of the page's text, a Spanish Discourse-style thread and a German vBulletin-style one.

@@ -44,6 +44,7 @@ GROUPS_CHECKED = 8      # largest groups by text; strings are built for these on
 MIN_POSTS_ALL_INSIDE = 3  # all posts already in trafilatura's text: a thread, not two text boxes
 PROSE_LINE = 100        # a line this long is a paragraph, not a user box, date or signature
 MAX_PROSE_OUTSIDE = 0.1  # share of the posts' text that may stand outside them as prose
+FIRST_CHECKED = 3       # members looked at before rendering a whole group
 WITHIN_SHARE = 0.9      # share of a post's three-word runs found in trafilatura's text: it is there
 
 
@@ -172,6 +173,11 @@ def all_posts(root: Any, main_text: str) -> str | None:
               if len(g.members) >= 2 and g.chars >= least and g.links <= MAX_LINK_SHARE * g.chars]
     found: list[tuple[list[str], list[list[str]], bool]] = []  # texts, their words, all inside
     for group in sorted(groups, key=lambda g: g.chars, reverse=True)[:GROUPS_CHECKED]:
+        # trafilatura keeps the first post when it keeps any (it takes the first match), so a
+        # group none of whose first members is in its text is not the posts (comments, say):
+        # that costs a few renders instead of all
+        if not any(_within(render(m).split(), main_shingles, main_words) for m in group.members[:FIRST_CHECKED]):
+            continue
         texts = [t for t in (render(m) for m in group.members) if t]
         words = [t.split() for t in texts]
         inside = [t for t, w in zip(texts, words, strict=True) if _within(w, main_shingles, main_words)]
