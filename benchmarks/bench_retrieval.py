@@ -9,6 +9,7 @@
    held-out pages of ``data/extraction/heldout/`` (``benchmarks/_heldout_pages.py`` writes them).
 2. **Extraction speed** on the same pages, one thread: pages per CPU-second (= per core), CPU
    time per page, for both. Goals: >= 40 pages/s per core, and no more CPU than trafilatura.
+   The same on the held-out pages, and the share the post-sequence rule adds (timed apart).
 3. **End-to-end** over HTTP on 127.0.0.1 (seeded synthetic set, so comparable across commits):
    page reads/s (HTTP + decode + extract + checks) and image fetches/s (HTTP + verify + decode
    + EXIF + RGB + downscale + hashes), and decode-only images/s.
@@ -87,6 +88,34 @@ def speed_section(title: str, htmls: list[str], extractors, url: str, args, goal
     ratio = [r / t for r, t in zip(cpu_per_page["reader"], cpu_per_page["trafilatura"], strict=True)]
     figure("reader CPU / trafilatura CPU", ratio, "x", goal=1.0 if goal else None, higher_is_better=False,
            note="paired rounds")
+    figure("post-sequence rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats), "%",
+           higher_is_better=False, note="same pages, timed apart: steadier than the ratio on a loaded machine")
+
+
+def post_rule_share(htmls: list[str], repeats: int) -> list[float]:
+    """Per round, CPU of the reader's post-sequence rule (``threads.all_posts``) as a percentage
+    of the parse + trafilatura call it follows, on the same trees."""
+    import time
+
+    from trafilatura.utils import load_html
+
+    from orig_local.retrieval.extract import _extractor
+    from orig_local.retrieval.threads import all_posts
+
+    extractor = _extractor()
+    shares = []
+    for _ in range(repeats):
+        base = rule = 0.0
+        for html in htmls:
+            start = time.process_time()
+            tree = load_html(html)
+            text = extractor.trafilatura.extract(tree, output_format="txt", include_comments=False,
+                                                 include_tables=True, config=extractor.config)
+            middle = time.process_time()
+            all_posts(tree, text or "")
+            base, rule = base + middle - start, rule + time.process_time() - middle
+        shares.append(100 * rule / base)
+    return shares
 
 
 def quality_table(title: str, pages, extractors, url: str, goal: bool) -> None:
