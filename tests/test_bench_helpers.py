@@ -136,6 +136,23 @@ def test_extraction_set_is_complete_and_gold_is_page_text():
         assert len(_extraction.tokens(visible)) > 1.3 * len(_extraction.tokens(page.gold)), page.name
 
 
+def test_heldout_pages_are_what_the_generator_writes_and_gold_is_page_text():
+    import _heldout_pages
+
+    pages = _extraction.load_pages(_extraction.DATA / "heldout")
+    makers = {"forum_varnish_en": _heldout_pages.forum_page, "qa_sourdough_en": _heldout_pages.qa_page,
+              "news_comments_passerelle_fr": _heldout_pages.news_comments_page,
+              "forum_cadena_es": _heldout_pages.discourse_page, "forum_silikon_de": _heldout_pages.vbulletin_page}
+    assert {p.name for p in pages} == set(makers)
+    for page in pages:
+        assert (page.html, page.gold) == makers[page.name](), page.name  # files not edited by hand
+        assert 20_000 <= len(page.html) <= 60_000, page.name
+        visible = _extraction.page_text(page.html)
+        for line in filter(None, (ln.strip() for ln in page.gold.splitlines())):
+            assert re.sub(r"\s+", " ", line) in visible, (page.name, line)
+        assert len(_extraction.tokens(visible)) > 1.3 * len(_extraction.tokens(page.gold)), page.name
+
+
 def test_load_extractor_accepts_the_reader_shapes(tmp_path, monkeypatch):
     mod = tmp_path / "fake_extractors.py"
     mod.write_text(

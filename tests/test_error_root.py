@@ -43,7 +43,7 @@ INTERNAL = {
     ("llm/base.py", "__post_init__"): "roles are Literal in Message: a bug",
     ("retrieval/chain.py", "__init__"): "retrieval.search.chain has min_length=1: only library misuse reaches it",
     ("retrieval/parse_worker.py", "_read_exactly"): "the parent closed the pipe: the worker's loop ends on it",
-    ("retrieval/reader.py", "wait_ready"): "a parse worker died at start: the pool replaces it",
+    ("retrieval/parse_pool.py", "wait_ready"): "a parse worker died at start: the pool replaces it",
     ("embeddings/dedup.py", "__init__"): "threshold/prefer come from typed config: library misuse",
     ("embeddings/clip.py", "__init__"): "precision/batch_size come from typed config: library misuse",
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from orig_local.retrieval.base import FetchedImage, FetchFailure, ImageFetcher, Page, PageReader
 from orig_local.retrieval.corpus import DOC_URL, IMG_URL, Corpus
-from orig_local.retrieval.reader import now_iso
+from orig_local.retrieval.parsepage import now_iso
 
 
 class CorpusReader:

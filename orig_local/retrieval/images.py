@@ -31,7 +31,7 @@ from orig_local.imagehash import Fingerprint, dhash64, fingerprint, same_picture
 from orig_local.retrieval.base import FetchedImage, FetchFailure
 from orig_local.retrieval.config import FetchConfig
 from orig_local.retrieval.httpfetch import HttpSession
-from orig_local.retrieval.reader import ParseTimeout, ParseWorkers
+from orig_local.retrieval.parse_pool import ParseTimeout, ParseWorkers
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ Started with ``--images`` it decodes images instead: requests ``("image", data, 
 FetchConfig, page_url, content_type)``, results ``FetchedImage`` or ``FetchFailure`` (and it
 does not import trafilatura).
 Only the parent that started it talks to it (pickle is trusted here for that reason). Started
-and killed by :class:`orig_local.retrieval.reader.ParseWorkers`.
+and killed by :class:`orig_local.retrieval.parse_pool.ParseWorkers`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def _serve() -> None:
     if "--images" in sys.argv[1:]:
         return _serve_images(requests, replies)
     from orig_local.retrieval.base import FetchFailure
-    from orig_local.retrieval.reader import _extractor, parse_response
+    from orig_local.retrieval.extract import _extractor
+    from orig_local.retrieval.parsepage import parse_response
 
     _extractor()  # import trafilatura now, before the first page's deadline runs
     _cap_heap(sys.argv[1:])
