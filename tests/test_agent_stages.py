@@ -12,6 +12,7 @@ from agent_support import PROMPT, make_agent
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, Source
 from orig_local.agent.prompting import PACKAGE_PROMPTS, PromptLibrary
+from orig_local.agent.registry import check_reads, registry
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.extension import finalize
 from orig_local.agent.stages.refinement import Reference, RefinementResult
@@ -47,6 +48,8 @@ def test_every_template_renders_and_has_variables_listed():
     for name, variables in VARIABLES.items():
         text = lib.render(name, prompt=PROMPT, **variables)
         assert text and "{{" not in text and "{%" not in text
+        if name in registry().by_template:  # the sample data is what the stage declares it reads
+            check_reads(name, text)
         if name not in ("system", "assemble"):
             assert "JSON" in text and PROMPT in text
             # instruction first, evidence last: the prompt line comes after the instruction
@@ -139,14 +142,14 @@ def test_trace_totals_per_stage():
     t = Trace()
     t.add(StageRecord(stage="planning", step="plan", attempts=2, prompt_tokens=100, completion_tokens=10,
                       latency_s=1.5, invalid_replies=["x"]))
-    t.add(StageRecord(stage="retrieval", step="search_text", searches_text=1, latency_s=0.5,
+    t.add(StageRecord(stage="search", step="search_text", searches_text=1, latency_s=0.5,
                       failures=[{"kind": "error"}], error="no results"))
     t.add(StageRecord(stage="planning", step="plan", attempts=1, prompt_tokens=50, completion_tokens=5))
     totals = t.totals()
     assert totals["planning"].calls == 2 and totals["planning"].prompt_tokens == 150
     assert totals["planning"].invalid_replies == 1 and totals["planning"].seconds == 1.5
-    assert totals["retrieval"].calls == 0 and totals["retrieval"].searches_text == 1
-    assert totals["retrieval"].failures == 1 and totals["retrieval"].errors == 1
+    assert totals["search"].calls == 0 and totals["search"].searches_text == 1
+    assert totals["search"].failures == 1 and totals["search"].errors == 1
     assert t.grand_total().prompt_tokens == 150
     assert t.to_json()["totals"]["planning"]["completion_tokens"] == 15
 

@@ -28,12 +28,13 @@ from orig_local.agent.stages.bootstrap import bootstrap
 from orig_local.agent.stages.consolidation import consolidate
 from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
+from orig_local.agent.stages.generation import generate
 from orig_local.agent.stages.planning import fallback_queries, plan_queries
 from orig_local.agent.stages.refinement import Reference, RefinementResult, describe_in_words, refine, unrefined
 from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.status import assess
-from orig_local.agent.trace import Listener, StageRecord, Trace
+from orig_local.agent.trace import Listener, Trace
 from orig_local.llm.base import BaseChatModel, ImageRef
 
 if TYPE_CHECKING:
@@ -346,28 +347,10 @@ class Agent:
         )
 
     async def _generate(self, ctx: StageContext, result: AgentResult) -> None:
-        from orig_local.generation.base import GenerationRequest
-
-        generator = self.generator
-        assert generator is not None, "called only with a generator"
+        assert self.generator is not None, "called only with a generator"
         if self._generate_lock is None:
             self._generate_lock = asyncio.Lock()
-        refs = [v.image for v in result.references]
-        request = GenerationRequest(prompt=result.final_prompt, references=refs, seed=self.config.seed)
-        record = StageRecord(stage="generation", step="generate", round=ctx.round,
-                             started_s=ctx.trace.elapsed(), evidence_ids=[v.id for v in result.references])
-        start = time.perf_counter()
-        ctx.trace.starting("generation", ctx.round)
-        async with self._generate_lock:
-            try:
-                result.generation = await asyncio.to_thread(generator.generate, request)
-                record.notes = list(result.generation.notes)
-                record.output = {"references_used": result.generation.references_used}
-            except Exception as exc:  # a generator failure must not lose the run's prompt
-                log.exception("generation failed")
-                record.error = f"{type(exc).__name__}: {exc}"
-        record.latency_s = time.perf_counter() - start
-        ctx.trace.add(record)
+        await generate(ctx, self.generator, result, self._generate_lock)
 
     # ------------------------------------------------------------------ many prompts
 
