@@ -179,7 +179,7 @@ class Agent:
                              reply_tokens=cfg.reply_tokens,
                              image_tokens=next(v for v in (cfg.image_tokens, image_tokens, 1280) if v is not None))
         self.text_only_warning: str | None = None
-        if cfg.condition in ("orig", "orig_img") and self.reference_capacity == 0:
+        if "image" in cfg.modalities and self.reference_capacity == 0:
             self.text_only_warning = (
                 f"condition {cfg.condition!r} with a text-only generator: retrieved images are not passed, "
                 "only described in the prompt (the paper fed Qwen-Image-Edit for ORIG and ORIG-Img; "
@@ -215,7 +215,7 @@ class Agent:
         result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
         if self.text_only_warning:
             result.notes.append(self.text_only_warning)
-        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.condition != "direct":
+        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.spec.uses_backbone:
             result.notes.append(f"P̂'s {self.prompt_max_tokens}-token bound is counted with an estimate "
                                 "(no tokenizer of the generator's text encoder available offline)")
         start = time.perf_counter()
@@ -415,8 +415,9 @@ def _oracle_of(item: Any) -> OracleEvidence | None:
 
 def _labelled_trace(chat, generator, condition: str) -> Trace:
     """A trace that carries the run's stand-in labels (simulated backbone, tiny weights).
-    Direct never calls the backbone, so its backbone says nothing about the output."""
+    A condition that never calls the backbone (Direct): its backbone says nothing about the output."""
+    from orig_local.conditions import condition as spec_of
     from orig_local.labels import run_labels, tokens_estimated
 
-    chat = None if condition == "direct" else chat
+    chat = chat if spec_of(condition).uses_backbone else None
     return Trace(labels=run_labels(chat, generator), tokens_estimated=tokens_estimated(chat))
