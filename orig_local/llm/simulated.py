@@ -156,12 +156,21 @@ class SimulatedBackbone:
 
 
 def _default_responder() -> Callable[..., Any]:
-    module, _, name = RESPONDER.partition(":")
+    return _named(RESPONDER)
+
+
+def _named(target: str) -> Any:
+    module, _, name = target.partition(":")
     return getattr(importlib.import_module(module), name)
 
 
+# Moved to the agent with the replies (issue 25); still importable from here, resolved lazily.
+_MOVED = {"orig_responder": RESPONDER, "_blocks": "orig_local.agent.simulate:blocks",
+          "_after": "orig_local.agent.simulate:after",
+          "_merge_statements": "orig_local.agent.stages.consolidation:_merge_statements"}
+
+
 def __getattr__(name: str) -> Any:
-    """``orig_responder`` moved to :mod:`orig_local.agent.simulate`; still importable from here."""
-    if name == "orig_responder":
-        return _default_responder()
+    if name in _MOVED:
+        return _named(_MOVED[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
