@@ -19,27 +19,8 @@ from orig_local.agent.stages.refinement import Reference, RefinementResult
 from orig_local.agent.text import clean_prompt, limit_words
 from orig_local.agent.trace import StageRecord, Trace
 
-REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"], "shows": "a tower",
-       "block": '<data id="I1">a tower</data>'}
-VARIABLES = {
-    "system": {},
-    "bootstrap": {"max_queries": 3},
-    "select_pages": {"query": "q", "n_pages": 2, "results": '<data id="R1">T</data>'},
-    "planning": {"modalities": ["text", "image"], "max_queries": 5, "knowledge": '<data id="T1">f</data>',
-                 "image_knowledge": '<data id="V1">a tower</data>', "missing": '<data id="M1">the lantern</data>',
-                 "previous_queries": ["q"]},
-    "text_filter": {"knowledge": "", "query": "q", "page": '<data id="P">body</data>'},
-    "image_filter": {"knowledge": '<data id="T1">f</data>', "image_knowledge": "",
-                     "candidates": [{"n": 1, "query": "q", "block": '<data id="I1">t</data>'}]},
-    "sufficiency": {"sub_questions": ["what colour?"], "knowledge": '<data id="T1">f</data>', "image_knowledge": ""},
-    "consolidate": {"target_tokens": 800, "summary": "", "new_entries": '<data id="T1">f</data>'},
-    "refine_text": {"knowledge": '<data id="T1">f</data>', "candidates": [REF], "max_references": 3,
-                    "pixels": False},
-    "refine_visual": {"text_features": ['<data id="F1">teal bands</data>'], "references": [REF], "as_references": True},
-    "extension": {"text_features": ['<data id="F1">teal bands</data>'], "references": [REF], "max_words": 300},
-    "enhance": {"max_words": 300},
-    "assemble": {"text_features": ["teal bands"], "references": [REF]},
-}
+# sample variables of every template, as the stages declare them (Call.example in each SPEC)
+VARIABLES = registry().examples()
 
 
 def test_every_template_renders_and_has_variables_listed():
@@ -50,6 +31,7 @@ def test_every_template_renders_and_has_variables_listed():
         assert text and "{{" not in text and "{%" not in text
         if name in registry().by_template:  # the sample data is what the stage declares it reads
             check_reads(name, text)
+            assert "<data" in text or not registry().call(name).reads, f"{name}: a sample without data"
         if name not in ("system", "assemble"):
             assert "JSON" in text and PROMPT in text
             # instruction first, evidence last: the prompt line comes after the instruction

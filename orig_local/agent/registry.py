@@ -19,7 +19,7 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -61,12 +61,15 @@ class Call:
 
     ``reads``: the data-block kinds (:data:`BLOCK_KINDS` values) its request may carry;
     ``simulate``: the ``simulated`` backbone's reply to it, a function of the parsed request
-    (:class:`orig_local.agent.simulate.SimRequest`) returning the reply's JSON object."""
+    (:class:`orig_local.agent.simulate.SimRequest`) returning the reply's JSON object;
+    ``example``: template variables for a sample render (the tests render every template with
+    them and check the data it carries against ``reads``)."""
 
     template: str
     schema: type[BaseModel]
     simulate: Callable[[SimRequest], dict[str, Any]]
     reads: frozenset[str] = frozenset()
+    example: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         unknown = set(self.reads) - set(BLOCK_KINDS.values())
@@ -81,13 +84,14 @@ class StageSpec:
 
     ``name``: its trace name; ``doing``: what progress says while it runs; ``switch``: the
     ``AgentConfig`` boolean that turns it off (None: it always runs where its condition has
-    it); ``calls``: its backbone requests; ``templates``: templates it renders without a call."""
+    it); ``calls``: its backbone requests; ``templates``: templates it renders without a call,
+    each with its sample variables (as ``Call.example``)."""
 
     name: str
     doing: str
     calls: tuple[Call, ...] = ()
     switch: str | None = None
-    templates: tuple[str, ...] = ()
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, hash=False)
     order: float = 100.0  # where it sits in the paper's pipeline (trace and report order)
 
 
@@ -111,6 +115,13 @@ class Registry:
     def templates(self) -> list[str]:
         """Every agent template: each call's, each spec's own, the shared ones."""
         return sorted({*self.by_template, *(t for s in self.specs for t in s.templates), *SHARED_TEMPLATES})
+
+    def examples(self) -> dict[str, dict[str, Any]]:
+        """Sample variables of every agent template (the shared ones take none)."""
+        out: dict[str, dict[str, Any]] = {t: {} for t in SHARED_TEMPLATES}
+        for s in self.specs:
+            out.update({c.template: c.example for c in s.calls}, **s.templates)
+        return dict(sorted(out.items()))
 
     def doing(self, name: str) -> str:
         return next((s.doing for s in self.specs if s.name == name), name)

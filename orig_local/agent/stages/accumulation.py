@@ -79,9 +79,12 @@ def _simulate_images(req: SimRequest) -> dict:
 # Consolidation (consolidation.py) is the rest of this stage: its own SPEC, the same name.
 SPEC = StageSpec(
     name="accumulation", doing="filtering evidence into the knowledge base", switch="accumulation_filter", order=40,
-    calls=(Call("text_filter", TextFilter, _simulate_text, reads=frozenset({"query", "knowledge", "page"})),
+    calls=(Call("text_filter", TextFilter, _simulate_text, reads=frozenset({"query", "knowledge", "page"}), example={
+                "knowledge": "", "query": '<data id="Q">q</data>', "page": '<data id="P">body</data>'}),
            Call("image_filter", ImageFilter, _simulate_images,
-                reads=frozenset({"query", "knowledge", "image_knowledge", "image"}))),
+                reads=frozenset({"query", "knowledge", "image_knowledge", "image"}), example={
+                    "knowledge": '<data id="T1">f</data>', "image_knowledge": "", "candidates": [
+                        {"n": 1, "query": '<data id="Q1">q</data>', "block": '<data id="I1">t</data>'}]})),
 )
 
 

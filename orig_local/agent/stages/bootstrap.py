@@ -80,7 +80,7 @@ def _simulate(req: SimRequest) -> dict:
 
 SPEC = StageSpec(
     name="bootstrap", doing="bootstrap search on the prompt's entities", switch="bootstrap", order=10,
-    calls=(Call("bootstrap", BootstrapPlan, _simulate),),  # reads the prompt only
+    calls=(Call("bootstrap", BootstrapPlan, _simulate, example={"max_queries": 3}),),  # reads the prompt only
 )
 
 

@@ -56,7 +56,8 @@ def _simulate(req: SimRequest) -> dict:
 # Part of accumulation (paper §3.2.1), in the trace under that name; its own switch.
 SPEC = StageSpec(
     name="accumulation", doing="filtering evidence into the knowledge base", switch="consolidate", order=45,
-    calls=(Call("consolidate", Consolidation, _simulate, reads=frozenset({"knowledge"})),),
+    calls=(Call("consolidate", Consolidation, _simulate, reads=frozenset({"knowledge"}), example={
+        "target_tokens": 800, "summary": "", "new_entries": '<data id="list">T1: f</data>'}),),
 )
 
 _TITLE_PREFIX = re.compile(r"^(?:[^.:]{1,80}?:\s+)+(?=[A-Z0-9])")

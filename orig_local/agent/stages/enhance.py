@@ -29,7 +29,7 @@ def _simulate(req: SimRequest) -> dict:
 
 # The Prompt Enhanced condition's only stage: it reads the prompt, no evidence.
 SPEC = StageSpec(name="enhance", doing="enhancing the prompt", order=80,
-                 calls=(Call("enhance", EnhancedPrompt, _simulate),))
+                 calls=(Call("enhance", EnhancedPrompt, _simulate, example={"max_words": 300}),))
 
 
 async def enhance_prompt(ctx: StageContext) -> EnhanceResult:

@@ -20,7 +20,7 @@ from orig_local.agent.gate import gate_prompt
 from orig_local.agent.registry import Call, StageSpec
 from orig_local.agent.simulate import SimRequest, after, blocks
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.stages.refinement import RefinementResult, feature_list
+from orig_local.agent.stages.refinement import SAMPLE_REFERENCE, RefinementResult, feature_list
 from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
 from orig_local.agent.trace import Stage
 from orig_local.agent.untrusted import delimit, looks_like_instruction
@@ -55,8 +55,9 @@ def _simulate(req: SimRequest) -> dict:
 # Off (or failed): the ``assemble`` template writes P̂ without a call.
 SPEC = StageSpec(
     name="extension", doing="writing the enriched prompt", switch="prompt_extension", order=70,
-    calls=(Call("extension", Extension, _simulate, reads=frozenset({"feature", "image"})),),
-    templates=("assemble",),
+    calls=(Call("extension", Extension, _simulate, reads=frozenset({"feature", "image"}), example={
+        "text_features": ['<data id="list">F1: teal bands</data>'], "references": [SAMPLE_REFERENCE], "max_words": 300}),),
+    templates={"assemble": {"text_features": ["teal bands"], "references": [SAMPLE_REFERENCE]}},
 )
 
 

@@ -108,7 +108,10 @@ def _simulate(req: SimRequest) -> dict:
 SPEC = StageSpec(
     name="planning", doing="planning sub-questions and queries", order=20,
     calls=(Call("planning", Plan, _simulate,
-                reads=frozenset({"knowledge", "image_knowledge", "missing", "searched"})),),
+                reads=frozenset({"knowledge", "image_knowledge", "missing", "searched"}), example={
+                    "modalities": ["text", "image"], "max_queries": 5, "knowledge": '<data id="T1">f</data>',
+                    "image_knowledge": '<data id="V1">a tower</data>', "missing": '<data id="M1">the lantern</data>',
+                    "previous_queries": ['<data id="S1">q</data>']}),),
 )
 
 

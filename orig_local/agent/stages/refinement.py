@@ -98,10 +98,17 @@ def _simulate_visual(req: SimRequest) -> dict:
                        for i in range(1, (req.n_images or len(shows)) + 1)]}
 
 
+# One reference as the refinement and extension templates list it (sample renders).
+SAMPLE_REFERENCE = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"],
+                    "shows": "a tower", "block": '<data id="I1">a tower</data>'}
 SPEC = StageSpec(
     name="refinement", doing="refining the evidence", switch="refinement", order=60,
-    calls=(Call("refine_text", RefinedText, _simulate_text, reads=frozenset({"knowledge", "image"})),
-           Call("refine_visual", VisualFeatures, _simulate_visual, reads=frozenset({"feature", "image"}))),
+    calls=(Call("refine_text", RefinedText, _simulate_text, reads=frozenset({"knowledge", "image"}), example={
+                "knowledge": '<data id="T1">f</data>', "candidates": [SAMPLE_REFERENCE], "max_references": 3,
+                "pixels": False}),
+           Call("refine_visual", VisualFeatures, _simulate_visual, reads=frozenset({"feature", "image"}), example={
+               "text_features": ['<data id="list">F1: teal bands</data>'], "references": [SAMPLE_REFERENCE],
+               "as_references": True})),
 )
 
 

@@ -41,7 +41,8 @@ def _simulate(req: SimRequest) -> dict:
 
 SPEC = StageSpec(
     name="search", doing="searching and reading", order=30,
-    calls=(Call("select_pages", PageSelection, _simulate, reads=frozenset({"query", "result"})),),
+    calls=(Call("select_pages", PageSelection, _simulate, reads=frozenset({"query", "result"}), example={
+        "query": '<data id="Q">q</data>', "n_pages": 2, "results": '<data id="R1">T\nhttps://x.invalid\nsnippet</data>'}),),
 )
 
 

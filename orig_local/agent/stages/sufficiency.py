@@ -35,7 +35,9 @@ def _simulate(req: SimRequest) -> dict:
 SPEC = StageSpec(
     name="sufficiency", doing="deciding whether the evidence suffices", order=50,
     calls=(Call("sufficiency", Sufficiency, _simulate,
-                reads=frozenset({"query", "knowledge", "image_knowledge"})),),
+                reads=frozenset({"query", "knowledge", "image_knowledge"}), example={
+                    "sub_questions": ['<data id="Q1">what colour?</data>'], "knowledge": '<data id="T1">f</data>',
+                    "image_knowledge": ""}),),
 )
 
 
