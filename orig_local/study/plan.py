@@ -86,16 +86,20 @@ class RunSpec(StrictModel):
         return "_".join(parts)
 
 
+def _unset() -> list[Any]:
+    return [None]
+
+
 class Grid(StrictModel):
     """The cartesian product of these lists, one run each. A condition without a backbone
     (``direct``) ignores it (and the ablation switches), so its duplicates collapse into one run
     per generator."""
 
     condition: list[str] = Field(default_factory=lambda: ["orig"], min_length=1)
-    backbone: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
-    generator: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
-    fixed_rounds: list[int | None] = Field(default_factory=lambda: [None], min_length=1)
-    agent: list[dict[str, Any]] = Field(default_factory=lambda: [{}], min_length=1)  # switch sets
+    backbone: list[str | None] = Field(default_factory=_unset, min_length=1)
+    generator: list[str | None] = Field(default_factory=_unset, min_length=1)
+    fixed_rounds: list[int | None] = Field(default_factory=_unset, min_length=1)
+    agent: list[dict[str, Any]] = Field(default_factory=lambda: [dict[str, Any]()], min_length=1)  # switch sets
 
     @field_validator("condition")
     @classmethod
@@ -222,7 +226,7 @@ class Plan(StrictModel):
             if not _LABEL.match(label):
                 raise ValueError(f"run label {label!r}: use letters, digits, '.', '_', '+', '-' (it is a folder name)")
             done.append(r.model_copy(update={"label": label}))
-        labels = [r.label for r in done]
+        labels = [str(r.label) for r in done]
         dupes = sorted({x for x in labels if labels.count(x) > 1})
         if dupes:
             raise ValueError(f"two runs share the label(s) {', '.join(dupes)}: give each a distinct `label`")
@@ -236,7 +240,7 @@ class Plan(StrictModel):
         return Path(self.out).expanduser()
 
     def run_dir(self, run: RunSpec) -> Path:
-        return self.out_dir / run.label
+        return self.out_dir / str(run.label)  # set for every run once the plan is validated
 
     def resolved_cache_dir(self) -> str:
         return str(self.out_dir / "cache") if self.cache_dir is None else self.cache_dir
@@ -246,10 +250,10 @@ class Plan(StrictModel):
 
     def backbones(self) -> list[str]:
         """Backbone presets in first-use order (servers start in this order)."""
-        return list(dict.fromkeys(r.backbone for r in self.runs if r.uses_backbone))
+        return list(dict.fromkeys(r.backbone for r in self.runs if r.uses_backbone and r.backbone))
 
-    def generators(self) -> list[str]:
-        return list(dict.fromkeys(r.generator for r in self.runs))
+    def generators(self) -> list[str]:  # validation gave every run one
+        return list(dict.fromkeys(r.generator for r in self.runs if r.generator))
 
     def phases(self, run: RunSpec) -> list[str]:
         """The phases this run goes through, in order."""
