@@ -47,7 +47,7 @@ BLOCK_KINDS = {
     "S": "searched",  # queries already searched
     "F": "feature",  # F^t, the refined visual descriptors
 }
-_DATA_ID = re.compile(r'<data id="([^"]*)">(.*?)</data>', re.S)
+_DATA_OPEN = re.compile(r'<data id="([^"]*)">')
 
 
 class StageSpecError(RuntimeError):
@@ -184,10 +184,11 @@ def block_kind(block_id: str) -> str | None:
 def kinds_read(text: str) -> set[str]:
     """The kinds of every data block in a rendered request (a list block: each line's ids)."""
     kinds: set[str] = set()
-    for m in _DATA_ID.finditer(text):
+    for m in _DATA_OPEN.finditer(text):  # opening tags only: no scan of the blocks' bodies
         ids = [m.group(1)]
         if m.group(1) == "list":
-            ids = [ln.partition(": ")[0] for ln in m.group(2).strip().splitlines()]
+            body = text[m.end(): text.find("</data>", m.end())]
+            ids = [ln.partition(": ")[0] for ln in body.strip().splitlines()]
         for block_id in ids:
             kinds.add(block_kind(block_id) or f"unknown id {block_id!r}")
     return kinds
