@@ -94,6 +94,8 @@ def test_a_request_with_data_its_stage_does_not_declare_is_refused():
         check_reads("refine_visual", '<data id="list">F1: teal bands\nT3: a fact</data>')
     with pytest.raises(StageSpecError, match="no stage declares template 'nope'"):
         check_reads("nope", "")
+    with pytest.raises(StageSpecError, match="declared by stage 'search', not 'planning'"):
+        check_reads("select_pages", "", stage="planning")  # traced under the stage that declares it
 
 
 def test_an_old_trace_naming_retrieval_loads_and_is_reported_as_search(tmp_path):

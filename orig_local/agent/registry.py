@@ -109,8 +109,14 @@ class Registry:
         return {c.template: c for s in self.specs for c in s.calls}
 
     @functools.cached_property
-    def by_schema(self) -> dict[type[BaseModel], Call]:
-        return {c.schema: c for s in self.specs for c in s.calls}
+    def stage_of(self) -> dict[str, str]:
+        """template -> the trace name of the stage that declares it."""
+        return {c.template: s.name for s in self.specs for c in s.calls}
+
+    @functools.cached_property
+    def by_schema(self) -> dict[str, Call]:
+        """schema name -> its call (names are unique: a request over the wire carries only the name)."""
+        return {c.schema.__name__: c for s in self.specs for c in s.calls}
 
     def templates(self) -> list[str]:
         """Every agent template: each call's, each spec's own, the shared ones."""
@@ -134,7 +140,8 @@ class Registry:
                                  "(orig_local/agent/registry.py)") from None
 
     def schema_call(self, schema: Any) -> Call | None:
-        return self.by_schema.get(schema)
+        """The call answering ``schema`` (a class or its name), None if no stage declares it."""
+        return self.by_schema.get(schema if isinstance(schema, str) else getattr(schema, "__name__", ""))
 
 
 def _check(specs: list[StageSpec]) -> None:
@@ -194,9 +201,13 @@ def kinds_read(text: str) -> set[str]:
     return kinds
 
 
-def check_reads(template: str, text: str) -> None:
-    """Refuse a request that carries data its stage does not declare it reads."""
+def check_reads(template: str, text: str, stage: str | None = None) -> None:
+    """Refuse a request that carries data its stage does not declare it reads (or, given
+    ``stage``, that is traced under another stage than the one declaring its template)."""
     call = registry().call(template)
+    if stage is not None and registry().stage_of[template] != stage:
+        raise StageSpecError(f"template {template!r} is declared by stage {registry().stage_of[template]!r}, "
+                             f"not {stage!r}")
     extra = kinds_read(text) - call.reads
     if extra:
         raise StageSpecError(f"template {template!r} was given {', '.join(sorted(extra))} data it does not "

@@ -123,7 +123,7 @@ class StageContext:
                 variables[name] = fill(left)
                 left = max(left - self.budget.count(variables[name]), 0)
         text = self.prompts.render(template, prompt=self.prompt, **variables)
-        check_reads(template, text)  # only the data its stage declares (registry: Call.reads)
+        check_reads(template, text, stage)  # only the data its stage declares (registry: Call.reads)
         parts: list[Any] = [text]
         for i, image in enumerate(images, 1):
             parts += [f"\nImage {i}:", self._image_ref(image, max_pixels)]
