@@ -18,9 +18,12 @@ import random
 import re
 from collections.abc import Callable
 
+from orig_local.agent.simulate import blocks as _blocks
+from orig_local.agent.simulate import orig_responder
+from orig_local.agent.stages.consolidation import _merge_statements
 from orig_local.llm.base import BaseChatModel, Completion, Usage
 from orig_local.llm.config import ChatConfig
-from orig_local.llm.simulated import SimulatedRetriever, _blocks, _merge_statements, orig_responder
+from orig_local.llm.simulated import SimulatedRetriever
 
 SUBJECT = "Quillmere Tidal Observatory"
 PROMPT = f"The {SUBJECT} at noon"

@@ -15,8 +15,9 @@ from agent_support import RecordingGenerator, backbone
 from orig_local.agent.agent import Agent
 from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
 from orig_local.agent.config import AgentConfig
+from orig_local.agent.simulate import blocks as _blocks
 from orig_local.agent.untrusted import outside_blocks
-from orig_local.llm.simulated import SimulatedRetriever, _blocks
+from orig_local.llm.simulated import SimulatedRetriever
 
 PROMPT = "The Quillmere Tidal Observatory at noon"
 # Round 1 finds 60 facts about the building; only round 2 (asked what is missing) finds the roof.

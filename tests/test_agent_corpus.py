@@ -26,7 +26,7 @@ async def test_full_run_over_the_demo_corpus(offline_config):
         again = await agent.run_many([PROMPT, PROMPT], concurrency=2)
     finally:
         await agent.aclose()
-    assert res.trace.stages() == ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency",
+    assert res.trace.stages() == ["bootstrap", "planning", "search", "accumulation", "sufficiency",
                                   "refinement", "extension", "generation"]
     assert res.stop_reason == "sufficient" and res.rounds == 1
     p = res.final_prompt.lower()
@@ -61,14 +61,14 @@ def test_cli_offline_with_the_simulated_backbone(tmp_path):
 VARIANTS = [
     ({"condition": "direct"}, []),
     ({"condition": "prompt_enhanced"}, ["enhance"]),
-    ({"condition": "orig_txt"}, ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency",
+    ({"condition": "orig_txt"}, ["bootstrap", "planning", "search", "accumulation", "sufficiency",
                                  "refinement", "extension"]),
-    ({"condition": "orig_img"}, ["planning", "retrieval", "accumulation", "sufficiency", "refinement", "extension"]),
-    ({"bootstrap": False}, ["planning", "retrieval", "accumulation", "sufficiency", "refinement", "extension"]),
-    ({"accumulation_filter": False}, ["bootstrap", "planning", "retrieval", "sufficiency", "refinement", "extension"]),
-    ({"refinement": False}, ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "extension"]),
-    ({"prompt_extension": False}, ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement"]),
-    ({"fixed_rounds": 2}, ["bootstrap", "planning", "retrieval", "accumulation", "planning", "retrieval",
+    ({"condition": "orig_img"}, ["planning", "search", "accumulation", "sufficiency", "refinement", "extension"]),
+    ({"bootstrap": False}, ["planning", "search", "accumulation", "sufficiency", "refinement", "extension"]),
+    ({"accumulation_filter": False}, ["bootstrap", "planning", "search", "sufficiency", "refinement", "extension"]),
+    ({"refinement": False}, ["bootstrap", "planning", "search", "accumulation", "sufficiency", "extension"]),
+    ({"prompt_extension": False}, ["bootstrap", "planning", "search", "accumulation", "sufficiency", "refinement"]),
+    ({"fixed_rounds": 2}, ["bootstrap", "planning", "search", "accumulation", "planning", "search",
                            "accumulation", "refinement", "extension"]),
 ]
 

@@ -12,7 +12,7 @@ from PIL import Image
 
 from orig_local.agent.agent import OracleEvidence
 
-LOOP = ["planning", "retrieval", "accumulation", "sufficiency"]
+LOOP = ["planning", "search", "accumulation", "sufficiency"]
 CONSTRUCT = ["refinement", "extension"]
 
 
@@ -37,8 +37,8 @@ async def test_orig_full_pipeline_order_facts_and_references():
     assert {t.source.origin for t in res.knowledge.texts} == {"bootstrap", "retrieval"}
     totals = res.trace.totals()
     assert totals["bootstrap"].searches_text >= 1
-    assert totals["retrieval"].searches_text == 1 and totals["retrieval"].searches_image == 1
-    assert totals["retrieval"].page_reads == 2  # the backbone picked 2 pages
+    assert totals["search"].searches_text == 1 and totals["search"].searches_image == 1
+    assert totals["search"].page_reads == 2  # the backbone picked 2 pages
     assert res.trace.errors() == []
 
 
@@ -102,7 +102,7 @@ async def test_oracle_without_evidence_is_a_clear_error():
 
 @pytest.mark.parametrize("switch,expected", [
     ("bootstrap", [*LOOP, *CONSTRUCT]),
-    ("accumulation_filter", ["bootstrap", "planning", "retrieval", "sufficiency", *CONSTRUCT]),
+    ("accumulation_filter", ["bootstrap", "planning", "search", "sufficiency", *CONSTRUCT]),
     ("refinement", ["bootstrap", *LOOP, "extension"]),
     ("prompt_extension", ["bootstrap", *LOOP, "refinement"]),
 ])
@@ -164,7 +164,7 @@ async def test_queries_per_round_capped_and_modalities_enforced():
                        "image_queries": [f"Veltrane lighthouse photo {w}" for w in "abcde"]})
     res = await make_agent(chat=backbone({"Plan": lambda m, s: many}), condition="orig_txt",
                            max_queries_per_round=3).run(PROMPT)
-    searches = [r for r in res.trace.records if r.stage == "retrieval" and r.step.startswith("search_")]
+    searches = [r for r in res.trace.records if r.stage == "search" and r.step.startswith("search_")]
     assert len(searches) == 3 and all(r.step == "search_text" for r in searches)
     plan = next(r for r in res.trace.records if r.step == "plan")
     assert any("modality off" in n for n in plan.notes) and any("over 3 per round" in n for n in plan.notes)

@@ -23,7 +23,7 @@ async def test_run_agent_writes_the_output_folder(tmp_path):
     assert refs == [f"{i:02d}_{v.id}.png" for i, v in enumerate(res.references, 1)]
     data = json.loads((out / "trace.json").read_text())
     assert data["final_prompt"] == res.final_prompt and data["stop_reason"] == "sufficient"
-    assert set(data["trace"]["totals"]) >= {"bootstrap", "planning", "retrieval", "accumulation",
+    assert set(data["trace"]["totals"]) >= {"bootstrap", "planning", "search", "accumulation",
                                              "sufficiency", "refinement", "extension", "generation"}
     assert data["trace"]["total"]["calls"] == sum(1 for r in res.trace.records if r.attempts)
     assert all(t["source"]["url"] for t in data["knowledge"]["texts"])

@@ -12,33 +12,15 @@ from agent_support import PROMPT, make_agent
 from orig_local.agent.config import AgentConfig
 from orig_local.agent.knowledge import KnowledgeBase, Source
 from orig_local.agent.prompting import PACKAGE_PROMPTS, PromptLibrary
+from orig_local.agent.registry import check_reads, registry
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.extension import finalize
 from orig_local.agent.stages.refinement import Reference, RefinementResult
 from orig_local.agent.text import clean_prompt, limit_words
 from orig_local.agent.trace import StageRecord, Trace
 
-REF = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"], "shows": "a tower",
-       "block": '<data id="I1">a tower</data>'}
-VARIABLES = {
-    "system": {},
-    "bootstrap": {"max_queries": 3},
-    "select_pages": {"query": "q", "n_pages": 2, "results": '<data id="R1">T</data>'},
-    "planning": {"modalities": ["text", "image"], "max_queries": 5, "knowledge": '<data id="T1">f</data>',
-                 "image_knowledge": '<data id="V1">a tower</data>', "missing": '<data id="M1">the lantern</data>',
-                 "previous_queries": ["q"]},
-    "text_filter": {"knowledge": "", "query": "q", "page": '<data id="P">body</data>'},
-    "image_filter": {"knowledge": '<data id="T1">f</data>', "image_knowledge": "",
-                     "candidates": [{"n": 1, "query": "q", "block": '<data id="I1">t</data>'}]},
-    "sufficiency": {"sub_questions": ["what colour?"], "knowledge": '<data id="T1">f</data>', "image_knowledge": ""},
-    "consolidate": {"target_tokens": 800, "summary": "", "new_entries": '<data id="T1">f</data>'},
-    "refine_text": {"knowledge": '<data id="T1">f</data>', "candidates": [REF], "max_references": 3,
-                    "pixels": False},
-    "refine_visual": {"text_features": ['<data id="F1">teal bands</data>'], "references": [REF], "as_references": True},
-    "extension": {"text_features": ['<data id="F1">teal bands</data>'], "references": [REF], "max_words": 300},
-    "enhance": {"max_words": 300},
-    "assemble": {"text_features": ["teal bands"], "references": [REF]},
-}
+# sample variables of every template, as the stages declare them (Call.example in each SPEC)
+VARIABLES = registry().examples()
 
 
 def test_every_template_renders_and_has_variables_listed():
@@ -47,6 +29,9 @@ def test_every_template_renders_and_has_variables_listed():
     for name, variables in VARIABLES.items():
         text = lib.render(name, prompt=PROMPT, **variables)
         assert text and "{{" not in text and "{%" not in text
+        if name in registry().by_template:  # the sample data is what the stage declares it reads
+            check_reads(name, text)
+            assert "<data" in text or not registry().call(name).reads, f"{name}: a sample without data"
         if name not in ("system", "assemble"):
             assert "JSON" in text and PROMPT in text
             # instruction first, evidence last: the prompt line comes after the instruction
@@ -139,14 +124,14 @@ def test_trace_totals_per_stage():
     t = Trace()
     t.add(StageRecord(stage="planning", step="plan", attempts=2, prompt_tokens=100, completion_tokens=10,
                       latency_s=1.5, invalid_replies=["x"]))
-    t.add(StageRecord(stage="retrieval", step="search_text", searches_text=1, latency_s=0.5,
+    t.add(StageRecord(stage="search", step="search_text", searches_text=1, latency_s=0.5,
                       failures=[{"kind": "error"}], error="no results"))
     t.add(StageRecord(stage="planning", step="plan", attempts=1, prompt_tokens=50, completion_tokens=5))
     totals = t.totals()
     assert totals["planning"].calls == 2 and totals["planning"].prompt_tokens == 150
     assert totals["planning"].invalid_replies == 1 and totals["planning"].seconds == 1.5
-    assert totals["retrieval"].calls == 0 and totals["retrieval"].searches_text == 1
-    assert totals["retrieval"].failures == 1 and totals["retrieval"].errors == 1
+    assert totals["search"].calls == 0 and totals["search"].searches_text == 1
+    assert totals["search"].failures == 1 and totals["search"].errors == 1
     assert t.grand_total().prompt_tokens == 150
     assert t.to_json()["totals"]["planning"]["completion_tokens"] == 15
 

@@ -37,7 +37,6 @@ INTERNAL = {
     ("agent/stages/base.py", "knowledge_image"): "a stage asked for an id the knowledge base never issued: a bug",
     ("agent/agent.py", "__init__"): "library misuse (the CLI always builds a retriever for such conditions)",
     ("agent/agent.py", "_load_oracle"): "library misuse (the CLI always loads oracle evidence for oracle)",
-    ("llm/simulated.py", "reply"): "a stage without a simulated reply: a bug in the stage table",
     ("llm/tokens.py", "smart_resize"): "decoded images have a positive size and a bounded aspect: a bug",
     ("llm/tokens.py", "_default_size"): "a message part without a size: a bug in the caller",
     ("llm/base.py", "__post_init__"): "roles are Literal in Message: a bug",

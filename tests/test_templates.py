@@ -10,23 +10,11 @@ import pytest
 from pydantic import BaseModel
 
 from orig_local.agent.prompting import PACKAGE_PROMPTS, PromptLibrary
-from orig_local.agent.stages.accumulation import ImageFilter, TextFilter
-from orig_local.agent.stages.bootstrap import BootstrapPlan
-from orig_local.agent.stages.consolidation import Consolidation
-from orig_local.agent.stages.enhance import EnhancedPrompt
-from orig_local.agent.stages.extension import Extension
-from orig_local.agent.stages.planning import Plan
-from orig_local.agent.stages.refinement import RefinedText, VisualFeatures
-from orig_local.agent.stages.search import PageSelection
-from orig_local.agent.stages.sufficiency import Sufficiency
+from orig_local.agent.registry import registry
 from orig_local.templates import PACKAGED_PROMPT_DIRS, PromptTemplates, TemplateError
 
-SCHEMAS: dict[str, type[BaseModel]] = {
-    "bootstrap": BootstrapPlan, "consolidate": Consolidation, "enhance": EnhancedPrompt,
-    "extension": Extension, "image_filter": ImageFilter, "planning": Plan, "refine_text": RefinedText,
-    "refine_visual": VisualFeatures, "select_pages": PageSelection, "sufficiency": Sufficiency,
-    "text_filter": TextFilter,
-}
+# template -> schema, as the stages declare them (each module's SPEC)
+SCHEMAS: dict[str, type[BaseModel]] = {t: c.schema for t, c in registry().by_template.items()}
 ROOT = Path(__file__).resolve().parent.parent / "orig_local"
 
 
@@ -86,7 +74,8 @@ def test_json_key_parser_sees_nesting_and_order():
 
 def test_every_template_json_matches_its_schema():
     asks_json = sorted(p.stem for p in PACKAGE_PROMPTS.glob("*.jinja") if "Return JSON:" in p.read_text())
-    assert asks_json == sorted(SCHEMAS), "a template asks for JSON without a schema here (or the reverse)"
+    assert asks_json == sorted(SCHEMAS), "a template asks for JSON without a stage's Call (or the reverse)"
+    assert PromptLibrary.required() == registry().templates(), "a packaged template no stage declares"
     for name, model in SCHEMAS.items():
         raw = (PACKAGE_PROMPTS / f"{name}.jinja").read_text()
         # same keys, same nesting, same order (the order is what the model writes: reason first)

@@ -28,12 +28,13 @@ from orig_local.agent.stages.bootstrap import bootstrap
 from orig_local.agent.stages.consolidation import consolidate
 from orig_local.agent.stages.enhance import enhance_prompt
 from orig_local.agent.stages.extension import ExtensionResult, assemble_prompt, extend_prompt
+from orig_local.agent.stages.generation import generate
 from orig_local.agent.stages.planning import fallback_queries, plan_queries
 from orig_local.agent.stages.refinement import Reference, RefinementResult, describe_in_words, refine, unrefined
 from orig_local.agent.stages.search import retrieve_round
 from orig_local.agent.stages.sufficiency import evaluate_sufficiency
 from orig_local.agent.status import assess
-from orig_local.agent.trace import Listener, StageRecord, Trace
+from orig_local.agent.trace import Listener, Trace
 from orig_local.llm.base import BaseChatModel, ImageRef
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ class Agent:
                              reply_tokens=cfg.reply_tokens,
                              image_tokens=next(v for v in (cfg.image_tokens, image_tokens, 1280) if v is not None))
         self.text_only_warning: str | None = None
-        if cfg.condition in ("orig", "orig_img") and self.reference_capacity == 0:
+        if "image" in cfg.modalities and self.reference_capacity == 0:
             self.text_only_warning = (
                 f"condition {cfg.condition!r} with a text-only generator: retrieved images are not passed, "
                 "only described in the prompt (the paper fed Qwen-Image-Edit for ORIG and ORIG-Img; "
@@ -214,7 +215,7 @@ class Agent:
         result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
         if self.text_only_warning:
             result.notes.append(self.text_only_warning)
-        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.condition != "direct":
+        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.spec.uses_backbone:
             result.notes.append(f"P̂'s {self.prompt_max_tokens}-token bound is counted with an estimate "
                                 "(no tokenizer of the generator's text encoder available offline)")
         start = time.perf_counter()
@@ -346,28 +347,10 @@ class Agent:
         )
 
     async def _generate(self, ctx: StageContext, result: AgentResult) -> None:
-        from orig_local.generation.base import GenerationRequest
-
-        generator = self.generator
-        assert generator is not None, "called only with a generator"
+        assert self.generator is not None, "called only with a generator"
         if self._generate_lock is None:
             self._generate_lock = asyncio.Lock()
-        refs = [v.image for v in result.references]
-        request = GenerationRequest(prompt=result.final_prompt, references=refs, seed=self.config.seed)
-        record = StageRecord(stage="generation", step="generate", round=ctx.round,
-                             started_s=ctx.trace.elapsed(), evidence_ids=[v.id for v in result.references])
-        start = time.perf_counter()
-        ctx.trace.starting("generation", ctx.round)
-        async with self._generate_lock:
-            try:
-                result.generation = await asyncio.to_thread(generator.generate, request)
-                record.notes = list(result.generation.notes)
-                record.output = {"references_used": result.generation.references_used}
-            except Exception as exc:  # a generator failure must not lose the run's prompt
-                log.exception("generation failed")
-                record.error = f"{type(exc).__name__}: {exc}"
-        record.latency_s = time.perf_counter() - start
-        ctx.trace.add(record)
+        await generate(ctx, self.generator, result, self._generate_lock)
 
     # ------------------------------------------------------------------ many prompts
 
@@ -432,8 +415,9 @@ def _oracle_of(item: Any) -> OracleEvidence | None:
 
 def _labelled_trace(chat, generator, condition: str) -> Trace:
     """A trace that carries the run's stand-in labels (simulated backbone, tiny weights).
-    Direct never calls the backbone, so its backbone says nothing about the output."""
+    A condition that never calls the backbone (Direct): its backbone says nothing about the output."""
+    from orig_local.conditions import condition as spec_of
     from orig_local.labels import run_labels, tokens_estimated
 
-    chat = None if condition == "direct" else chat
+    chat = chat if spec_of(condition).uses_backbone else None
     return Trace(labels=run_labels(chat, generator), tokens_estimated=tokens_estimated(chat))

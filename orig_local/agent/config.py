@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from orig_local.conditions import CONDITION_NAMES, ConditionSpec, condition
+from orig_local.conditions import ConditionSpec, condition
 from orig_local.configbase import StrictModel
-
-Condition = Literal[CONDITION_NAMES]  # type: ignore[valid-type]  # names from orig_local.conditions
 
 
 class StageImages(StrictModel):
@@ -41,7 +39,7 @@ class AgentConfig(StrictModel):
     # Paper Table 3 conditions: direct = raw prompt; prompt_enhanced = backbone expands from its
     # own knowledge; oracle = gold references of a benchmark item; orig = text + image retrieval;
     # orig_txt / orig_img = one modality only.
-    condition: Condition = "orig"
+    condition: str = "orig"  # a name of orig_local.conditions.CONDITIONS (checked when set)
 
     # --- ablation switches (paper Table 5); each True in ORIG
     bootstrap: bool = True  # light text search on the prompt's rare entities before the loop
@@ -113,6 +111,12 @@ class AgentConfig(StrictModel):
     # --- concurrency
     concurrency: int = Field(32, ge=1)  # prompts in flight in run_many (keeps vLLM batches full)
     run_timeout_s: float | None = Field(None, gt=0)  # per prompt in run_many; None = no limit
+
+    @field_validator("condition")
+    @classmethod
+    def _known_condition(cls, value: str) -> str:
+        condition(value)  # read when validated, not at import: a condition added later counts
+        return value
 
     @property
     def round_limit(self) -> int:

@@ -12,14 +12,13 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-Stage = Literal[
-    "bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
-    "extension", "enhance", "generation",
-]
+# A stage's trace name: one a stage module declares (orig_local.agent.registry), checked when a
+# record is made or loaded.
+Stage = str
 
 
 class StageRecord(BaseModel):
@@ -50,6 +49,16 @@ class StageRecord(BaseModel):
     failures: list[dict[str, Any]] = Field(default_factory=list)  # search/read/fetch failures
     error: str | None = None
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("stage", mode="before")
+    @classmethod
+    def _known_stage(cls, value: Any) -> Any:
+        from orig_local.agent.registry import canonical_stage, stage_names
+
+        value = canonical_stage(value) if isinstance(value, str) else value  # traces written before a rename
+        if value not in stage_names():
+            raise ValueError(f"unknown stage {value!r}; stages: {', '.join(stage_names())}")
+        return value
 
     @property
     def did_work(self) -> bool:
@@ -170,6 +179,15 @@ class Trace:
             "total": self.grand_total().model_dump(),
             "records": [r.model_dump(mode="json") for r in self.records],
         }
+
+
+def from_json(data: dict[str, Any]) -> Trace:
+    """A trace as :meth:`Trace.to_json` wrote it (``trace.json``'s ``trace``), records validated
+    again: stages renamed since (``retrieval`` -> ``search``) load under today's names, and
+    :meth:`Trace.totals` recomputes from the records."""
+    trace = Trace(labels=list(data.get("labels") or []), tokens_estimated=bool(data.get("tokens_estimated")))
+    trace.records = [StageRecord.model_validate(r) for r in data.get("records") or []]
+    return trace
 
 
 def messages_digest(canonical: list[dict[str, Any]]) -> str:

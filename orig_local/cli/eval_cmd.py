@@ -21,7 +21,9 @@ def add_arguments(parser) -> None:
     from orig_local.evaluation.phases import PHASE_NAMES
 
     add_config_arguments(parser)
-    parser.add_argument("--benchmark", help="benchmark loader: figeval (default), jsonl, wise, ihalla")
+    from orig_local.evaluation.loaders import LOADERS
+
+    parser.add_argument("--benchmark", help=f"benchmark loader: {', '.join(LOADERS)} (default: eval.benchmark)")
     parser.add_argument("--data", help="benchmark folder/file (FIG-Eval: the authors' repo or a flat folder)")
     parser.add_argument("--condition", choices=CONDITION_NAMES, help="paper condition (default: agent.condition)")
     parser.add_argument("--generator", help="generator preset, e.g. qwen-image")

@@ -10,19 +10,6 @@ import sys
 import time
 from typing import TextIO
 
-# Words for the trace's stage names, as a user reads them while waiting.
-STAGE_WORDS = {
-    "bootstrap": "bootstrap search on the prompt's entities",
-    "planning": "planning sub-questions and queries",
-    "retrieval": "searching and reading",
-    "accumulation": "filtering evidence into the knowledge base",
-    "sufficiency": "deciding whether the evidence suffices",
-    "refinement": "refining the evidence",
-    "extension": "writing the enriched prompt",
-    "enhance": "enhancing the prompt",
-    "generation": "generating the image",
-}
-
 
 class StageLines:
     """Prints ``  3.2s  round 1  planning sub-questions and queries`` when a stage begins."""
@@ -45,4 +32,6 @@ class StageLines:
             return
         self._last = (stage, round)
         where = f"round {round}  " if round else ""
-        self.say(where + STAGE_WORDS.get(stage, stage))
+        from orig_local.agent.registry import registry  # each stage's SPEC says what it is doing
+
+        self.say(where + registry().doing(stage))

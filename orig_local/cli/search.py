@@ -11,10 +11,11 @@ HELP = "search the web or the local corpus (the configured fallback chain)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from orig_local.cli import add_config_arguments
+    from orig_local.retrieval import BACKENDS
 
     parser.add_argument("query", help="what to search for")
     parser.add_argument("--images", action="store_true", help="image search instead of text search")
-    parser.add_argument("--backend", "-b", help="use only this backend (ddgs, searxng, wikimedia, local, snapshot)")
+    parser.add_argument("--backend", "-b", help=f"use only this backend ({', '.join(BACKENDS)})")
     parser.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
     parser.add_argument("--json", action="store_true", help="print the SearchOutcome as JSON")
     parser.add_argument("--record", metavar="DIR", help="record the evidence into this snapshot folder")

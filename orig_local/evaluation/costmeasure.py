@@ -36,7 +36,9 @@ def measure_agent(run_dir: Path, wall_s: float, ran: int) -> dict[str, Any]:
 def versus_measured(meta: dict[str, Any], means: dict[str, dict[str, float]]) -> str:
     """Markdown: the estimate recorded in run.json beside the measured means per prompt
     (``means``: per-stage means of the agent rows' totals), per stage; "" without an estimate."""
-    est = (meta.get("cost_estimate") or {}).get("stages") or {}
+    from orig_local.agent.registry import canonical_stage
+
+    est = {canonical_stage(k): v for k, v in ((meta.get("cost_estimate") or {}).get("stages") or {}).items()}
     if not est:
         return ""
     stages = list(dict.fromkeys([*est, *means]))

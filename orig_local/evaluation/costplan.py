@@ -135,7 +135,7 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
         add("bootstrap/entities", 1)
     add("planning/plan", rounds)
     if a.text_top_k > a.pages_per_query:
-        add("retrieval/select_pages", rounds * text_q)
+        add("search/select_pages", rounds * text_q)
     pictures = rounds * image_q * a.images_per_query
     if a.accumulation_filter:
         page_delta = a.max_page_tokens - ref.get("max_page_tokens", a.max_page_tokens)

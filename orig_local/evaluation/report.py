@@ -38,7 +38,7 @@ from orig_local.evaluation.results import RunResults, load_run, retrieval_summar
 from orig_local.evaluation.scoring import bootstrap_ci, paired_difference, table_classes, table_row
 from orig_local.labels import SIMULATED, TINY
 
-STAGE_ORDER = ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
+STAGE_ORDER = ["bootstrap", "planning", "search", "accumulation", "sufficiency", "refinement",
                "extension", "enhance"]
 COST_METRICS = [("calls", "calls"), ("prompt_tokens", "input tokens"),
                 ("cacheable_tokens", "of which cacheable (est.)"),

@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orig_local.agent.registry import RENAMED_STAGES
 from orig_local.errors import DataError
 from orig_local.evaluation.jsonl_store import read_rows
 from orig_local.evaluation.rundir import check_run_dir, phase_file, run_label, shard_files
@@ -465,7 +466,7 @@ def stage_means(run: RunResults) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for r in rows:
         for stage, totals in (r.get("stages") or {}).items():
-            slot = out.setdefault(stage, {})
+            slot = out.setdefault(RENAMED_STAGES.get(stage, stage), {})  # rows written before a rename
             for key, value in totals.items():
                 if isinstance(value, (int, float)):
                     slot[key] = slot.get(key, 0.0) + value

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from orig_local.errors import DataError
-from orig_local.llm.base import BaseChatModel, Completion, Message, Usage
+from orig_local.llm.base import BaseChatModel, ChatError, Completion, Message, Usage
 from orig_local.llm.config import ChatConfig
 
 Reply = str | Callable[[list[Message], object], str]
@@ -26,6 +26,11 @@ Reply = str | Callable[[list[Message], object], str]
 
 class ScriptExhausted(RuntimeError):
     """More requests than scripted replies (with ``cycle=False``)."""
+
+
+class NoScriptedReply(ChatError):
+    """A reply function has no answer for this request (a schema it does not know): a failed
+    call the stage records, like a backbone that cannot answer, not a crash of the run."""
 
 
 class ScriptedChatModel(BaseChatModel):

@@ -3,16 +3,15 @@
 * :class:`SimulatedRetriever` — the :class:`~orig_local.agent.stages.base.RetrieverLike`
   interface over an in-memory corpus (by default the bundled demo corpus), with fixed latencies
   and switchable failures (search, page reads, image fetches).
-* :func:`orig_responder` — a reply function for :class:`~orig_local.llm.scripted.ScriptedChatModel`
-  that answers every agent request by its schema name (``schema.__name__``), reading the
-  evidence out of the rendered request: it keeps every page sentence as a fact, keeps every
-  image, and writes the final prompt from the descriptors. It follows the packaged templates'
-  layout; a copied prompt folder with a different layout needs its own responder.
+* :class:`SimulatedBackbone` — chat backend ``simulated``: a
+  :class:`~orig_local.llm.scripted.ScriptedChatModel` answering each agent request with the
+  reply its stage declares (``orig_local.agent.simulate``; this module names no schema).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import re
 from collections.abc import Callable
@@ -135,155 +134,43 @@ class SimulatedRetriever:
 
 # --------------------------------------------------------------------------- scripted backbone
 
-
-def _after(text: str, marker: str) -> str:
-    i = text.find(marker)
-    return "" if i < 0 else text[i + len(marker):]
-
-
-def _prompt_of(text: str) -> str:
-    for line in text.splitlines():
-        for label in ("User prompt: ", "Prompt: "):
-            if line.startswith(label):
-                return line[len(label):].strip()
-    return ""
-
-
-_DATA = re.compile(r'<data id="([^"]*)">(.*?)</data>', re.S)
-
-
-def _blocks(text: str) -> list[tuple[str, str]]:
-    """The (id, content) of every data block in ``text``, in order; a list block's entries
-    (:func:`orig_local.agent.untrusted.list_block`) each as its own (ids, text)."""
-    out: list[tuple[str, str]] = []
-    for m in _DATA.finditer(text):
-        if m.group(1) == "list":
-            out += [(i, t.strip()) for i, _, t in (ln.partition(": ") for ln in m.group(2).strip().splitlines())]
-        else:
-            out.append((m.group(1), m.group(2).strip()))
-    return out
-
-
-_TITLE_PREFIX = re.compile(r"^(?:[^.:]{1,80}?:\s+)+(?=[A-Z0-9])")
-
-
-def _merge_statements(entries: list[tuple[list[str], str]]) -> list[tuple[list[str], str]]:
-    """Deduplicate statements the way a careful model would, deterministically: entries are
-    split into sentences (a snippet's "Title: " prefix dropped); a sentence cut off mid-way (a
-    search snippet's end) is left out; a sentence whose words another sentence already says
-    is folded into it, its evidence ids moving along."""
-    parts: list[tuple[list[str], str]] = []
-    fragments: list[tuple[list[str], str]] = []
-    for ids, text in entries:
-        for sentence in re.split(r"(?<=[.!?])\s+", _TITLE_PREFIX.sub("", text.strip())):
-            sentence = sentence.strip()
-            if len(sentence) > 10:
-                (parts if sentence[-1] in ".!?" else fragments).append((list(ids), sentence))
-    for ids, fragment in fragments:  # a cut-off snippet end: folded into what says it in full
-        fw = _words(fragment)
-        best = max(range(len(parts)), key=lambda j: len(fw & _words(parts[j][1])), default=None)
-        if best is not None and len(fw & _words(parts[best][1])) >= 0.6 * len(fw):
-            parts[best] = (list(dict.fromkeys(parts[best][0] + ids)), parts[best][1])
-        else:
-            parts.append((list(ids), fragment.rsplit(" ", 1)[0] + "."))
-    words = [_words(t) for _, t in parts]
-    alive = list(range(len(parts)))
-    for i in sorted(range(len(parts)), key=lambda i: (len(words[i]), i)):  # shortest first
-        others = [j for j in alive if j != i and words[j]]
-        if not words[i] or not others:
-            continue
-        best = max(others, key=lambda j: (len(words[i] & words[j]), -j))
-        if len(words[i] & words[best]) >= 0.85 * len(words[i]):
-            alive.remove(i)
-            # the same statement twice: keep the plainer (shorter) wording
-            same = len(words[i] & words[best]) >= 0.85 * len(words[best])
-            text = parts[i][1] if same and len(parts[i][1]) < len(parts[best][1]) else parts[best][1]
-            parts[best] = (list(dict.fromkeys(parts[best][0] + parts[i][0])), text)
-    return [parts[i] for i in sorted(alive)]
-
-
-def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts: int = 12,
-                   image_queries: bool = True) -> Callable[[list, Any], str]:
-    """A ``(messages, schema) -> str`` reply function for the whole agent (see module doc).
-
-    ``sufficient``: the sufficiency verdict (or a function of the rendered request)."""
-
-    def reply(messages, schema) -> str:
-        request = next(m for m in messages if m.role == "user")  # a retry appends more turns
-        text = request.text
-        name = getattr(schema, "__name__", "")
-        prompt = _prompt_of(text)
-        n_images = len(request.images)
-        if name == "BootstrapPlan":
-            return json.dumps({"entities": [{"name": prompt, "why": "specific"}], "queries": [prompt]})
-        if name == "PageSelection":
-            return json.dumps({"reason": "most specific", "chosen": [1, 2]})
-        if name == "Plan":
-            searched_line = _after(text, "Already searched: ").split("\n")[0]
-            searched = {q.strip().lower() for _, q in _blocks(searched_line)}
-            options = [prompt + s for s in ("", " details", " appearance", " colours", " history", " shape")]
-            fresh = [q for q in options if q.lower() not in searched]
-            tq, iq = fresh[:1], fresh[1:2] if image_queries else []
-            return json.dumps({"analysis": "need appearance", "sub_questions": [
-                {"question": f"What does {prompt} look like?", "modality": "image", "reason": "appearance"}],
-                "text_queries": tq, "image_queries": iq})
-        if name == "TextFilter":
-            page = next((b for i, b in _blocks(text) if i == "P"), "")
-            body = page.split("\n", 2)[-1]  # title and URL lines first
-            body = "\n".join(ln for ln in body.splitlines() if not ln.lstrip().startswith("#"))  # headings
-            facts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body) if len(s.strip()) > 10]
-            return json.dumps({"reason": "about the prompt", "relevant": True, "consistent": True,
-                               "facts": facts[:max_facts]})
-        if name == "ImageFilter":
-            titles = {i: b.split("\n")[0] for i, b in _blocks(text) if re.fullmatch(r"I\d+", i)}
-            return json.dumps({"decisions": [{"image": i, "shows": titles.get(f"I{i}", f"candidate {i}"),
-                                              "reason": "fits", "keep": True}
-                                             for i in range(1, n_images + 1)]})
-        if name == "Consolidation":
-            entries = [([e.strip() for e in i.split(",")], b) for i, b in _blocks(text)]
-            merged = _merge_statements(entries)
-            return json.dumps({"reason": "merged repeats", "statements": [
-                {"evidence": ids, "text": t} for ids, t in merged]})
-        if name == "Sufficiency":
-            ok = sufficient(text) if callable(sufficient) else sufficient
-            return json.dumps({"reason": "checked", "missing": [] if ok else ["more detail"], "sufficient": ok})
-        if name == "RefinedText":
-            knowledge = _after(text, "\nKnowledge:\n").split("\nImages (", 1)[0]
-            facts = [b for i, b in _blocks(knowledge)]
-            # the statements most about the prompt's subject first (stable), as a model would
-            want = _words(prompt)
-            chosen = set(sorted(range(len(facts)), key=lambda i: (-len(_words(facts[i]) & want), i))[:max_facts])
-            facts = [f for i, f in enumerate(facts) if i in chosen]  # K's order among those chosen
-            # the images shown, or (no pixels sent) the images described
-            listed = n_images or len([i for i, _ in _blocks(_after(text, "\nImages (")) if re.fullmatch(r"I\d+", i)])
-            return json.dumps({"features": facts, "keep_images": [
-                {"reason": "shows the subject", "image": i} for i in range(1, listed + 1)]})
-        if name == "VisualFeatures":
-            shows = {i: b.split("\n")[0] for i, b in _blocks(text) if re.fullmatch(r"I\d+", i)}
-            return json.dumps({"images": [{"image": i, "contributes": shows.get(f"I{i}", f"the look of image {i}"),
-                                           "preserve": ["colours", "shape"], "ignore": ["background"]}
-                                          for i in range(1, (n_images or len(shows)) + 1)]})
-        if name == "Extension":
-            section = _after(text, "Visual descriptors:").split("\nReference images:", 1)[0]
-            features = [b.rstrip(".") + "." for i, b in _blocks(section)]
-            refs = " ".join(f"Reference image {n} shows {b.split(';')[0]}: keep its look." for n, (i, b) in enumerate(
-                _blocks(_after(text, "\nReference images:")), 1))
-            return json.dumps({"prompt": f"{prompt.rstrip('.')}. {' '.join(features)} {refs}".strip()})
-        if name == "EnhancedPrompt":
-            return json.dumps({"prompt": f"{prompt}, rendered in rich, accurate detail."})
-        raise ValueError(f"orig_responder: no scripted answer for schema {name!r}")
-
-    return reply
+# The replies are the agent's (each stage's SPEC carries its own): named, not imported, so
+# llm/ stays below agent/ (as the backends of llm/__init__.BACKENDS are named).
+RESPONDER = "orig_local.agent.simulate:orig_responder"
 
 
 class SimulatedBackbone:
-    """Chat backend ``simulated``: a ScriptedChatModel whose every reply is
-    :func:`orig_responder`'s (e.g. ``orig generate "..." --offline -s backbone.backend=simulated``
-    shows a complete, meaningful ORIG run over the demo corpus without any model)."""
+    """Chat backend ``simulated``: a ScriptedChatModel whose every reply is the stage's own
+    simulated reply (:func:`orig_local.agent.simulate.orig_responder`, options as keyword
+    arguments; ``responder`` replaces it), e.g. ``orig generate "..." --offline -s
+    backbone.backend=simulated`` shows a complete, meaningful ORIG run over the demo corpus
+    without any model."""
 
-    def __new__(cls, config, cache=None, **kwargs):
+    def __new__(cls, config, cache=None, responder: Callable[..., Any] | None = None, **kwargs):
         from orig_local.llm.scripted import ScriptedChatModel
 
-        model = ScriptedChatModel(config, cache=cache, replies=[orig_responder(**kwargs)], cycle=True)
+        reply = responder(**kwargs) if responder is not None else _default_responder()(**kwargs)
+        model = ScriptedChatModel(config, cache=cache, replies=[reply], cycle=True)
         model.backend = "simulated"
         return model
+
+
+def _default_responder() -> Callable[..., Any]:
+    return _named(RESPONDER)
+
+
+def _named(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+# Moved to the agent with the replies (issue 25); still importable from here, resolved lazily.
+_MOVED = {"orig_responder": RESPONDER, "_blocks": "orig_local.agent.simulate:blocks",
+          "_after": "orig_local.agent.simulate:after",
+          "_merge_statements": "orig_local.agent.stages.consolidation:_merge_statements"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        return _named(_MOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,10 +17,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from orig_local.conditions import ConditionSpec, condition
 from orig_local.configbase import ConfigError, StrictModel, read_yaml
 
-Condition = Literal["direct", "prompt_enhanced", "oracle", "orig", "orig_txt", "orig_img"]
-RETRIEVING = ("orig", "orig_txt", "orig_img")  # conditions with evidence -> retrieval accuracy
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
@@ -34,12 +33,18 @@ class RunSpec(StrictModel):
     """One run: a condition with its models and agent switches (paper Tables 3-5)."""
 
     label: str | None = None  # run folder name and report row; default built from the fields
-    condition: Condition = "orig"
+    condition: str = "orig"  # a name of orig_local.conditions.CONDITIONS
     backbone: str | None = None  # chat preset served for the agent phase; ignored by `direct`
     generator: str | None = None  # generator preset (default: the plan's)
     fixed_rounds: int | None = Field(None, ge=1, le=10)  # Table 4's "+N-Round"
     agent: dict[str, Any] = Field(default_factory=dict)  # ablation switches, e.g. {refinement: false}
     set: list[str] = Field(default_factory=list)  # extra `-s key=value` overrides for this run
+
+    @field_validator("condition")
+    @classmethod
+    def _known_condition(cls, value: str) -> str:
+        condition(value)  # the registry as it is now (a new ConditionSpec entry counts)
+        return value
 
     @field_validator("agent")
     @classmethod
@@ -57,12 +62,16 @@ class RunSpec(StrictModel):
         return value
 
     @property
+    def spec(self) -> ConditionSpec:
+        return condition(self.condition)
+
+    @property
     def uses_backbone(self) -> bool:
-        return self.condition != "direct"  # Direct sends the raw prompt
+        return self.spec.uses_backbone  # Direct sends the raw prompt
 
     @property
     def retrieves(self) -> bool:
-        return self.condition in RETRIEVING
+        return self.spec.retrieves  # evidence to judge -> the retrieval-accuracy phase
 
     def default_label(self) -> str:
         parts = [self.condition.replace("_", "-")]
@@ -77,15 +86,27 @@ class RunSpec(StrictModel):
         return "_".join(parts)
 
 
-class Grid(StrictModel):
-    """The cartesian product of these lists, one run each. ``direct`` ignores the backbone
-    (and the ablation switches), so its duplicates collapse into one run per generator."""
+def _unset() -> list[Any]:
+    return [None]
 
-    condition: list[Condition] = Field(default_factory=lambda: ["orig"], min_length=1)
-    backbone: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
-    generator: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
-    fixed_rounds: list[int | None] = Field(default_factory=lambda: [None], min_length=1)
-    agent: list[dict[str, Any]] = Field(default_factory=lambda: [{}], min_length=1)  # switch sets
+
+class Grid(StrictModel):
+    """The cartesian product of these lists, one run each. A condition without a backbone
+    (``direct``) ignores it (and the ablation switches), so its duplicates collapse into one run
+    per generator."""
+
+    condition: list[str] = Field(default_factory=lambda: ["orig"], min_length=1)
+    backbone: list[str | None] = Field(default_factory=_unset, min_length=1)
+    generator: list[str | None] = Field(default_factory=_unset, min_length=1)
+    fixed_rounds: list[int | None] = Field(default_factory=_unset, min_length=1)
+    agent: list[dict[str, Any]] = Field(default_factory=lambda: [dict[str, Any]()], min_length=1)  # switch sets
+
+    @field_validator("condition")
+    @classmethod
+    def _known_conditions(cls, value: list[str]) -> list[str]:
+        for name in value:
+            condition(name)
+        return value
 
     @field_validator("agent")
     @classmethod
@@ -105,7 +126,7 @@ class Grid(StrictModel):
         runs, seen = [], set()
         for cond, bb, gen, rounds, switches in itertools.product(
                 self.condition, self.backbone, self.generator, self.fixed_rounds, self.agent):
-            if cond == "direct":  # no agent: backbone, rounds and switches do not apply
+            if not condition(cond).uses_backbone:  # no agent: backbone, rounds and switches do not apply
                 bb, rounds, switches = None, None, {}
             key = (cond, bb, gen, rounds, tuple(sorted(switches.items())))
             if key in seen:
@@ -205,7 +226,7 @@ class Plan(StrictModel):
             if not _LABEL.match(label):
                 raise ValueError(f"run label {label!r}: use letters, digits, '.', '_', '+', '-' (it is a folder name)")
             done.append(r.model_copy(update={"label": label}))
-        labels = [r.label for r in done]
+        labels = [str(r.label) for r in done]
         dupes = sorted({x for x in labels if labels.count(x) > 1})
         if dupes:
             raise ValueError(f"two runs share the label(s) {', '.join(dupes)}: give each a distinct `label`")
@@ -219,7 +240,7 @@ class Plan(StrictModel):
         return Path(self.out).expanduser()
 
     def run_dir(self, run: RunSpec) -> Path:
-        return self.out_dir / run.label
+        return self.out_dir / str(run.label)  # set for every run once the plan is validated
 
     def resolved_cache_dir(self) -> str:
         return str(self.out_dir / "cache") if self.cache_dir is None else self.cache_dir
@@ -229,10 +250,10 @@ class Plan(StrictModel):
 
     def backbones(self) -> list[str]:
         """Backbone presets in first-use order (servers start in this order)."""
-        return list(dict.fromkeys(r.backbone for r in self.runs if r.uses_backbone))
+        return list(dict.fromkeys(r.backbone for r in self.runs if r.uses_backbone and r.backbone))
 
-    def generators(self) -> list[str]:
-        return list(dict.fromkeys(r.generator for r in self.runs))
+    def generators(self) -> list[str]:  # validation gave every run one
+        return list(dict.fromkeys(r.generator for r in self.runs if r.generator))
 
     def phases(self, run: RunSpec) -> list[str]:
         """The phases this run goes through, in order."""

@@ -13,6 +13,7 @@ that read like instructions to the model are removed from pages either way.
 from __future__ import annotations
 
 import asyncio
+import re
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +21,8 @@ from orig_local.agent.budget import truncate_to_tokens
 from orig_local.agent.gate import UNDESCRIBED, clean_field
 from orig_local.agent.knowledge import Source
 from orig_local.agent.passages import select_passages
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.search import RetrievedImage, RetrievedPage, RoundRetrieval
 from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize
@@ -55,6 +58,34 @@ class AccumulationResult(BaseModel):
     @property
     def added(self) -> int:
         return len(self.added_text) + len(self.added_images)
+
+
+def _simulate_text(req: SimRequest) -> dict:
+    """Every sentence of the page (title, URL and headings left out) is a fact."""
+    page = next((b for i, b in req.blocks() if i == "P"), "")
+    body = page.split("\n", 2)[-1]  # title and URL lines first
+    body = "\n".join(ln for ln in body.splitlines() if not ln.lstrip().startswith("#"))  # headings
+    facts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body) if len(s.strip()) > 10]
+    return {"reason": "about the prompt", "relevant": True, "consistent": True, "facts": facts[: req.options.max_facts]}
+
+
+def _simulate_images(req: SimRequest) -> dict:
+    """Every picture kept, described by its caption."""
+    titles = req.image_titles()
+    return {"decisions": [{"image": i, "shows": titles.get(f"I{i}", f"candidate {i}"), "reason": "fits", "keep": True}
+                          for i in range(1, req.n_images + 1)]}
+
+
+# Consolidation (consolidation.py) is the rest of this stage: its own SPEC, the same name.
+SPEC = StageSpec(
+    name="accumulation", doing="filtering evidence into the knowledge base", switch="accumulation_filter", order=40,
+    calls=(Call("text_filter", TextFilter, _simulate_text, reads=frozenset({"query", "knowledge", "page"}), example={
+                "knowledge": "", "query": '<data id="Q">q</data>', "page": '<data id="P">body</data>'}),
+           Call("image_filter", ImageFilter, _simulate_images,
+                reads=frozenset({"query", "knowledge", "image_knowledge", "image"}), example={
+                    "knowledge": '<data id="T1">f</data>', "image_knowledge": "", "candidates": [
+                        {"n": 1, "query": '<data id="Q1">q</data>', "block": '<data id="I1">t</data>'}]})),
+)
 
 
 async def accumulate(ctx: StageContext, raw: RoundRetrieval) -> AccumulationResult:

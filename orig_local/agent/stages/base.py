@@ -3,7 +3,9 @@
 A stage is an ``async def`` taking a :class:`StageContext` plus its inputs and returning a typed
 (pydantic) result. It never raises for model or web trouble: a failed call is recorded in the
 trace (``error``, raw invalid replies) and the stage returns a result that says what is missing,
-so the loop can degrade instead of collapse.
+so the loop can degrade instead of collapse. What a stage is (name, templates, schemas,
+switch, the data it may read, its simulated reply) is declared once, in its module's ``SPEC``
+(:mod:`orig_local.agent.registry`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from orig_local.agent.config import AgentConfig
 from orig_local.agent.economy import PrefixTracker, downscale
 from orig_local.agent.knowledge import KnowledgeBase, SummaryFact
 from orig_local.agent.prompting import PromptLibrary
+from orig_local.agent.registry import check_reads
 from orig_local.agent.trace import Stage, StageRecord, Trace, messages_digest
 from orig_local.agent.untrusted import delimit, list_block, list_line
 from orig_local.imagehash import pixels_sha256
@@ -120,6 +123,7 @@ class StageContext:
                 variables[name] = fill(left)
                 left = max(left - self.budget.count(variables[name]), 0)
         text = self.prompts.render(template, prompt=self.prompt, **variables)
+        check_reads(template, text, stage)  # only the data its stage declares (registry: Call.reads)
         parts: list[Any] = [text]
         for i, image in enumerate(images, 1):
             parts += [f"\nImage {i}:", self._image_ref(image, max_pixels)]

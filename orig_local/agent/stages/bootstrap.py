@@ -13,6 +13,8 @@ import asyncio
 from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import Source
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.search import search_snippets
 from orig_local.agent.untrusted import drop_instructions, sanitize
@@ -70,6 +72,16 @@ async def bootstrap(ctx: StageContext) -> BootstrapResult:
                 result.added.append(item.id)
     result.search_failed = all(failed for _, failed in outcomes)
     return result
+
+
+def _simulate(req: SimRequest) -> dict:
+    return {"entities": [{"name": req.prompt, "why": "specific"}], "queries": [req.prompt]}
+
+
+SPEC = StageSpec(
+    name="bootstrap", doing="bootstrap search on the prompt's entities", switch="bootstrap", order=10,
+    calls=(Call("bootstrap", BootstrapPlan, _simulate, example={"max_queries": 3}),),  # reads the prompt only
+)
 
 
 def _clean(queries: list[str]) -> list[str]:

@@ -15,9 +15,13 @@ is traced. If the call fails the new entries are appended unmerged. Size is boun
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import SummaryFact
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest, words
 from orig_local.agent.stages.base import LIST_TOKENS, StageContext
 from orig_local.agent.support import covers, detail_words, subject_words, unsupported, vague
 from orig_local.agent.untrusted import list_block, list_line, looks_like_instruction, sanitize
@@ -41,6 +45,57 @@ class ConsolidationResult(BaseModel):
     unsupported: list[str] = Field(default_factory=list)  # statements adding detail their evidence lacks
     vague: list[str] = Field(default_factory=list)  # statements citing many ids, covering few
     failed: bool = False
+
+
+def _simulate(req: SimRequest) -> dict:
+    entries = [([e.strip() for e in i.split(",")], b) for i, b in req.blocks()]
+    return {"reason": "merged repeats", "statements": [
+        {"evidence": ids, "text": t} for ids, t in _merge_statements(entries)]}
+
+
+# Part of accumulation (paper §3.2.1), in the trace under that name; its own switch.
+SPEC = StageSpec(
+    name="accumulation", doing="filtering evidence into the knowledge base", switch="consolidate", order=45,
+    calls=(Call("consolidate", Consolidation, _simulate, reads=frozenset({"knowledge"}), example={
+        "target_tokens": 800, "summary": "", "new_entries": '<data id="list">T1: f</data>'}),),
+)
+
+_TITLE_PREFIX = re.compile(r"^(?:[^.:]{1,80}?:\s+)+(?=[A-Z0-9])")
+
+
+def _merge_statements(entries: list[tuple[list[str], str]]) -> list[tuple[list[str], str]]:
+    """The simulated reply: deduplicate statements the way a careful model would,
+    deterministically. Entries are split into sentences (a snippet's "Title: " prefix dropped);
+    a sentence cut off mid-way (a search snippet's end) is left out; a sentence whose words
+    another sentence already says is folded into it, its evidence ids moving along."""
+    parts: list[tuple[list[str], str]] = []
+    fragments: list[tuple[list[str], str]] = []
+    for ids, text in entries:
+        for sentence in re.split(r"(?<=[.!?])\s+", _TITLE_PREFIX.sub("", text.strip())):
+            sentence = sentence.strip()
+            if len(sentence) > 10:
+                (parts if sentence[-1] in ".!?" else fragments).append((list(ids), sentence))
+    for ids, fragment in fragments:  # a cut-off snippet end: folded into what says it in full
+        fw = words(fragment)
+        best = max(range(len(parts)), key=lambda j: len(fw & words(parts[j][1])), default=None)
+        if best is not None and len(fw & words(parts[best][1])) >= 0.6 * len(fw):
+            parts[best] = (list(dict.fromkeys(parts[best][0] + ids)), parts[best][1])
+        else:
+            parts.append((list(ids), fragment.rsplit(" ", 1)[0] + "."))
+    said = [words(t) for _, t in parts]
+    alive = list(range(len(parts)))
+    for i in sorted(range(len(parts)), key=lambda i: (len(said[i]), i)):  # shortest first
+        others = [j for j in alive if j != i and said[j]]
+        if not said[i] or not others:
+            continue
+        best = max(others, key=lambda j: (len(said[i] & said[j]), -j))
+        if len(said[i] & said[best]) >= 0.85 * len(said[i]):
+            alive.remove(i)
+            # the same statement twice: keep the plainer (shorter) wording
+            same = len(said[i] & said[best]) >= 0.85 * len(said[best])
+            text = parts[i][1] if same and len(parts[i][1]) < len(parts[best][1]) else parts[best][1]
+            parts[best] = (list(dict.fromkeys(parts[best][0] + parts[i][0])), text)
+    return [parts[i] for i in sorted(alive)]
 
 
 # A summary of N tokens comes back as JSON: evidence id lists, keys and quotes add ~40%, and a

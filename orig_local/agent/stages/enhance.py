@@ -7,6 +7,8 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.gate import gate_prompt
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.text import bound_prompt, has_content, sanitize_prompt, word_count
 
@@ -19,6 +21,15 @@ class EnhanceResult(BaseModel):
     final_prompt: str
     enhanced: bool  # False: the call failed and P is used as is
     words_before_cut: int = 0
+
+
+def _simulate(req: SimRequest) -> dict:
+    return {"prompt": f"{req.prompt}, rendered in rich, accurate detail."}
+
+
+# The Prompt Enhanced condition's only stage: it reads the prompt, no evidence.
+SPEC = StageSpec(name="enhance", doing="enhancing the prompt", order=80,
+                 calls=(Call("enhance", EnhancedPrompt, _simulate, example={"max_words": 300}),))
 
 
 async def enhance_prompt(ctx: StageContext) -> EnhanceResult:

@@ -17,8 +17,10 @@ from pydantic import BaseModel, Field
 from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.citations import MENTION, cited_numbers, renumber, strip_citations
 from orig_local.agent.gate import gate_prompt
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest, after, blocks
 from orig_local.agent.stages.base import StageContext
-from orig_local.agent.stages.refinement import RefinementResult, feature_list
+from orig_local.agent.stages.refinement import SAMPLE_REFERENCE, RefinementResult, feature_list
 from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count
 from orig_local.agent.trace import Stage
 from orig_local.agent.untrusted import delimit, looks_like_instruction
@@ -39,6 +41,24 @@ class ExtensionResult(BaseModel):
     words_before_cut: int = 0  # > words when the prompt was cut to the budget
     added_citations: list[int] = Field(default_factory=list)  # references the writer forgot to cite
     extended: bool = False  # False: assembled by template (switch off or failed call)
+
+
+def _simulate(req: SimRequest) -> dict:
+    """P, then every descriptor, then one citing sentence per reference."""
+    section = req.after("Visual descriptors:").split("\nReference images:", 1)[0]
+    features = [b.rstrip(".") + "." for _, b in blocks(section)]
+    refs = " ".join(f"Reference image {n} shows {b.split(';')[0]}: keep its look." for n, (_, b) in enumerate(
+        blocks(after(req.text, "\nReference images:")), 1))
+    return {"prompt": f"{req.prompt.rstrip('.')}. {' '.join(features)} {refs}".strip()}
+
+
+# Off (or failed): the ``assemble`` template writes P̂ without a call.
+SPEC = StageSpec(
+    name="extension", doing="writing the enriched prompt", switch="prompt_extension", order=70,
+    calls=(Call("extension", Extension, _simulate, reads=frozenset({"feature", "image"}), example={
+        "text_features": ['<data id="list">F1: teal bands</data>'], "references": [SAMPLE_REFERENCE], "max_words": 300}),),
+    templates={"assemble": {"text_features": ["teal bands"], "references": [SAMPLE_REFERENCE]}},
+)
 
 
 def _reference_view(refined: RefinementResult) -> list[dict]:

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest, blocks
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.untrusted import delimit
 
@@ -88,6 +90,29 @@ async def plan_queries(ctx: StageContext, missing: list[str]) -> PlanningResult:
     if result.dropped:
         record.notes.append("dropped: " + "; ".join(result.dropped))
     return result
+
+
+def _simulate(req: SimRequest) -> dict:
+    """Ask for the prompt plus an aspect word not searched yet: one text, one image query."""
+    searched_line = req.after("Already searched: ").split("\n")[0]
+    searched = {q.strip().lower() for _, q in blocks(searched_line)}
+    prompt = req.prompt
+    options = [prompt + s for s in ("", " details", " appearance", " colours", " history", " shape")]
+    fresh = [q for q in options if q.lower() not in searched]
+    tq, iq = fresh[:1], fresh[1:2] if req.options.image_queries else []
+    return {"analysis": "need appearance", "sub_questions": [
+        {"question": f"What does {prompt} look like?", "modality": "image", "reason": "appearance"}],
+        "text_queries": tq, "image_queries": iq}
+
+
+SPEC = StageSpec(
+    name="planning", doing="planning sub-questions and queries", order=20,
+    calls=(Call("planning", Plan, _simulate,
+                reads=frozenset({"knowledge", "image_knowledge", "missing", "searched"}), example={
+                    "modalities": ["text", "image"], "max_queries": 5, "knowledge": '<data id="T1">f</data>',
+                    "image_knowledge": '<data id="V1">a tower</data>', "missing": '<data id="M1">the lantern</data>',
+                    "previous_queries": ['<data id="S1">q</data>']}),),
+)
 
 
 # Aspects appended to the prompt when neither the planner nor its sub-questions give a new query.

@@ -24,6 +24,8 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from orig_local.agent.knowledge import ImageEvidence
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import IMAGE_ID, SimRequest, after, blocks, words
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.untrusted import delimit, list_block, list_line, looks_like_instruction
 
@@ -75,6 +77,39 @@ class RefinementResult(BaseModel):
     references: list[Reference] = Field(default_factory=list)  # K^v_R with F^v, ordered
     refined: bool = False  # False: the fallback (switch off or failed call) was used
     looked: bool = False  # F^v was written from the pictures (else prompt extension needs them)
+
+
+def _simulate_text(req: SimRequest) -> dict:
+    """K's statements most about the prompt's subject (K's order among them); every image."""
+    knowledge = req.after("\nKnowledge:\n").split("\nImages (", 1)[0]
+    facts = [b for _, b in blocks(knowledge)]
+    want = words(req.prompt)
+    chosen = set(sorted(range(len(facts)), key=lambda i: (-len(words(facts[i]) & want), i))[: req.options.max_facts])
+    facts = [f for i, f in enumerate(facts) if i in chosen]
+    # the images shown, or (no pixels sent) the images described
+    listed = req.n_images or len([i for i, _ in blocks(after(req.text, "\nImages (")) if IMAGE_ID.fullmatch(i)])
+    return {"features": facts, "keep_images": [{"reason": "shows the subject", "image": i} for i in range(1, listed + 1)]}
+
+
+def _simulate_visual(req: SimRequest) -> dict:
+    shows = req.image_titles()
+    return {"images": [{"image": i, "contributes": shows.get(f"I{i}", f"the look of image {i}"),
+                        "preserve": ["colours", "shape"], "ignore": ["background"]}
+                       for i in range(1, (req.n_images or len(shows)) + 1)]}
+
+
+# One reference as the refinement and extension templates list it (sample renders).
+SAMPLE_REFERENCE = {"n": 1, "id": "V1", "contributes": "the tower", "preserve": ["bands"], "ignore": ["sky"],
+                    "shows": "a tower", "block": '<data id="I1">a tower</data>'}
+SPEC = StageSpec(
+    name="refinement", doing="refining the evidence", switch="refinement", order=60,
+    calls=(Call("refine_text", RefinedText, _simulate_text, reads=frozenset({"knowledge", "image"}), example={
+                "knowledge": '<data id="T1">f</data>', "candidates": [SAMPLE_REFERENCE], "max_references": 3,
+                "pixels": False}),
+           Call("refine_visual", VisualFeatures, _simulate_visual, reads=frozenset({"feature", "image"}), example={
+               "text_features": ['<data id="list">F1: teal bands</data>'], "references": [SAMPLE_REFERENCE],
+               "as_references": True})),
+)
 
 
 def reference_limit(ctx: StageContext) -> int:

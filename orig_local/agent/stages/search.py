@@ -1,5 +1,5 @@
-"""The agent's web search step: modality-specific retrieval (paper Eq. 2, App. A). Its trace
-records keep the paper's stage name ``retrieval``.
+"""The agent's web search step: modality-specific retrieval (paper Eq. 2, App. A), traced as
+stage ``search`` (``retrieval`` in traces written before; they still load, renamed).
 
 Text: top-10 hits per query; the backbone picks the 2 most relevant from title + snippet; those
 pages are read in full. Images: top-10 hits per query; fetched best-ranked first until 5 have
@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.trace import Stage, StageRecord
 from orig_local.agent.untrusted import delimit, drop_instructions
@@ -31,6 +33,17 @@ class PageSelection(BaseModel):
 
     reason: str = Field("", description="one sentence on why these results are the most useful")
     chosen: list[int] = Field(description="result numbers of the best pages, best first", max_length=10)
+
+
+def _simulate(req: SimRequest) -> dict:
+    return {"reason": "most specific", "chosen": [1, 2]}
+
+
+SPEC = StageSpec(
+    name="search", doing="searching and reading", order=30,
+    calls=(Call("select_pages", PageSelection, _simulate, reads=frozenset({"query", "result"}), example={
+        "query": '<data id="Q">q</data>', "n_pages": 2, "results": '<data id="R1">T\nhttps://x.invalid\nsnippet</data>'}),),
+)
 
 
 class RetrievedPage(BaseModel):
@@ -118,7 +131,7 @@ async def search_snippets(ctx: StageContext, query: str, stage: Stage) -> tuple[
 async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPage], bool]:
     """Search, let the backbone pick pages from title + snippet, read them in full."""
     cfg = ctx.config
-    hits, record = await _search(ctx, "text", query, cfg.text_top_k, "retrieval")
+    hits, record = await _search(ctx, "text", query, cfg.text_top_k, "search")
     failed = not hits and _service_failed(record)
     hits = [h for h in hits if h.url not in ctx.read_urls]
     if not hits:
@@ -136,7 +149,7 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
             return "\n".join(lines[: len(listed)])
 
         selection, rec = await ctx.ask(
-            stage="retrieval", step="select_pages", template="select_pages", schema=PageSelection,
+            stage="search", step="select_pages", template="select_pages", schema=PageSelection,
             variables={"query": delimit("Q", query), "n_pages": cfg.pages_per_query}, fit=[("results", results)],
         )
         if len(listed) < len(hits):
@@ -151,7 +164,7 @@ async def retrieve_text(ctx: StageContext, query: str) -> tuple[list[RetrievedPa
         ctx.read_urls.add(h.url)
 
     async def read(hit) -> RetrievedPage | None:
-        rec = StageRecord(stage="retrieval", step="read_page", round=ctx.round, page_reads=1,
+        rec = StageRecord(stage="search", step="read_page", round=ctx.round, page_reads=1,
                           started_s=ctx.trace.elapsed(), output={"url": hit.url})
         start = time.perf_counter()
         assert ctx.retriever is not None
@@ -208,10 +221,10 @@ def _duplicate_reason(ctx: StageContext, bytes_sha256: str, fp: Any) -> str | No
 async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[RetrievedImage], bool]:
     """Search images; fetch best-ranked first, in concurrent waves, until enough are unique."""
     cfg = ctx.config
-    hits, record = await _search(ctx, "image", query, cfg.image_top_k, "retrieval")
+    hits, record = await _search(ctx, "image", query, cfg.image_top_k, "search")
     failed = not hits and _service_failed(record)
     kept: list[RetrievedImage] = []
-    rec = StageRecord(stage="retrieval", step="fetch_images", round=ctx.round,
+    rec = StageRecord(stage="search", step="fetch_images", round=ctx.round,
                       started_s=ctx.trace.elapsed(), output={"query": query})
     start = time.perf_counter()
     i = 0
@@ -296,7 +309,7 @@ async def drop_near_duplicates(ctx: StageContext, images: list[RetrievedImage]) 
         kept_ids = {id(im) for im in kept_new}
         dropped = [{"url": im.url} for im in images if id(im) not in kept_ids]
     ctx.trace.add(StageRecord(
-        stage="retrieval", step="dedup_images", round=ctx.round, started_s=ctx.trace.elapsed(),
+        stage="search", step="dedup_images", round=ctx.round, started_s=ctx.trace.elapsed(),
         latency_s=time.perf_counter() - start,
         output={"candidates": len(images), "kept": len(kept_new), "dropped": dropped},
     ))

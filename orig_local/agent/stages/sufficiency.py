@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from orig_local.agent.registry import Call, StageSpec
+from orig_local.agent.simulate import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.untrusted import delimit
 
@@ -21,6 +23,22 @@ class Sufficiency(BaseModel):
 
 class SufficiencyResult(BaseModel):
     decision: Sufficiency | None = None  # None: the call failed
+
+
+def _simulate(req: SimRequest) -> dict:
+    sufficient = req.options.sufficient
+    ok = sufficient(req.text) if callable(sufficient) else sufficient
+    return {"reason": "checked", "missing": [] if ok else ["more detail"], "sufficient": ok}
+
+
+# No switch of its own: ``fixed_rounds`` (Table 4) runs the loop without it.
+SPEC = StageSpec(
+    name="sufficiency", doing="deciding whether the evidence suffices", order=50,
+    calls=(Call("sufficiency", Sufficiency, _simulate,
+                reads=frozenset({"query", "knowledge", "image_knowledge"}), example={
+                    "sub_questions": ['<data id="Q1">what colour?</data>'], "knowledge": '<data id="T1">f</data>',
+                    "image_knowledge": ""}),),
+)
 
 
 async def evaluate_sufficiency(ctx: StageContext, sub_questions: list[str]) -> SufficiencyResult:
