@@ -128,6 +128,28 @@ def cycles() -> list[list[str]]:
     return sorted(groups)
 
 
+def layers() -> int:
+    """Import layers: modules on the longest chain of imports (each group of :func:`cycles`
+    counted as one module)."""
+    graph = import_graph()
+    group_of = {m: i for i, group in enumerate(cycles()) for m in group}
+    depth: dict[str, int] = {}
+
+    def node(m: str) -> str:
+        return f"cycle{group_of[m]}" if m in group_of else m
+
+    def longest(m: str) -> int:
+        key = node(m)
+        if key not in depth:
+            depth[key] = 1  # provisional: a cycle's own edges add nothing
+            members = [x for x in graph if node(x) == key] if m in group_of else [m]
+            below = [t for x in members for t in graph[x] if node(t) != key]
+            depth[key] = 1 + max((longest(t) for t in below), default=0)
+        return depth[key]
+
+    return max(longest(m) for m in graph)
+
+
 def _under(module: str, prefixes: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
@@ -177,3 +199,4 @@ if __name__ == "__main__":
         print(f"circle: {a} <-> {b}")
     for group in cycles():
         print(f"cycle of {len(group)}: {' '.join(group)}")
+    print(f"import layers (longest chain): {layers()}")
