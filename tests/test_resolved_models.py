@@ -13,7 +13,7 @@ from orig_local.config import load_config
 from orig_local.generation import GeneratorConfig, generator_capacity
 from orig_local.llm import ChatConfig
 from orig_local.llm.scripted import ScriptedChatModel
-from orig_local.resolved import ResolvedModels
+from orig_local.resolved import ResolvedModel, ResolvedModels
 
 
 def _models(*overrides: str) -> ResolvedModels:
@@ -54,7 +54,8 @@ def test_generator_resolves_to_what_the_pipeline_takes(given, capacity, family):
     assert (gen.reference_capacity, gen.prompt_token_bound) == generator_capacity(section)
     assert gen.prompt_token_bound == 512
     assert generator_view(section).reference_capacity == capacity
-    assert _models(given, "generator.max_references=0").generator.reference_capacity == 0
+    capped = _models(given, "generator.max_references=0").generator
+    assert capped is not None and capped.reference_capacity == 0
 
 
 def test_no_generator_resolves_to_none():
@@ -70,12 +71,13 @@ def test_build_agent_takes_every_budget_from_the_resolved_record():
     config = load_config(overrides=["backbone.preset=tiny-qwen2.5-vl", "generator.preset=flux.1-kontext-dev",
                                     "agent.condition=prompt_enhanced"])
     models = ResolvedModels.from_config(config)
+    assert models.backbone is not None and models.generator is not None
     agent = build_agent(config, chat=_scripted(), generator=False)
     assert agent.budget.context_tokens == models.backbone.context_window == 4096
     assert agent.reference_capacity == models.generator.reference_capacity == 1
     assert agent.prompt_max_tokens == models.generator.prompt_token_bound == 512
     # a record passed in is what the agent gets (a caller that resolved already)
-    other = ResolvedModels(backbone=models.backbone.__class__(
+    other = ResolvedModels(backbone=ResolvedModel(
         role="backbone", preset="x", hub_id="x", revision=None, path="x", context_window=8192))
     agent = build_agent(config, chat=_scripted(), generator=False, models=other)
     assert (agent.budget.context_tokens, agent.prompt_max_tokens) == (8192, None)

@@ -103,6 +103,7 @@ async def judge_rubric(judge: RubricJudge, question: Question, image: Any, expla
                           "aesthetic_quality": parsed.aesthetic_quality,
                           "wiscore": wiscore(parsed.consistency, parsed.realism, parsed.aesthetic_quality)}
     else:
+        assert isinstance(parsed, VerifiedReply), "the reply was validated against the rubric's schema"
         verdict.answer = {"score": parsed.score}
         verdict.correct = parsed.score == 1
     return verdict
