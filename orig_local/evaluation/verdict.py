@@ -13,11 +13,12 @@ from typing import Any
 @dataclass
 class Verdict:
     """One judged question (or gold fact). ``answer`` is what the judge said (bool, or a letter
-    for multiple choice), ``correct`` whether it matches the expected answer; both None on error."""
+    for multiple choice, or a rubric's grades by name), ``correct`` whether it matches the
+    expected answer; both None on error."""
 
     qid: str
-    answer: bool | str | None
-    expected: bool | str | None = True
+    answer: bool | str | dict[str, float] | None
+    expected: bool | str | int | None = True  # int: WISE_Verified's binary score (1)
     correct: bool | None = None
     concept: str | None = None
     modality: str = "text"
