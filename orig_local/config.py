@@ -1,7 +1,9 @@
 """The root config: one nested, typed object loaded from YAML plus ``key=value`` overrides.
 
-Each subsystem owns its section (``orig_local/<subsystem>/config.py``); this module only
-composes them. Unknown keys anywhere are errors. The resolved config is written beside every
+Each subsystem owns its section: the lower layers beside their code
+(``orig_local/<subsystem>/config.py``), the agent and the harness in :mod:`orig_local.sections`
+(below this module: the root config imports nothing from ``agent/`` or ``evaluation/``); this
+module only composes them. Unknown keys anywhere are errors. The resolved config is written beside every
 run's outputs (:func:`save_config`).
 """
 
@@ -13,7 +15,6 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError
 
-from orig_local.agent.config import AgentConfig
 from orig_local.configbase import (
     ConfigError,
     StrictModel,
@@ -23,11 +24,12 @@ from orig_local.configbase import (
     read_yaml,
 )
 from orig_local.embeddings.config import EmbedConfig
-from orig_local.evaluation.config import EvalConfig
 from orig_local.generation.config import GeneratorConfig
 from orig_local.llm.config import ChatConfig
 from orig_local.paths import orig_home
 from orig_local.retrieval.config import RetrievalConfig
+from orig_local.sections.agent import AgentConfig
+from orig_local.sections.evaluation import EvalConfig
 
 # Defaults of the chat sections that differ from ChatConfig's own. Settings given for a section
 # are merged into these (``-s judge.base_url=...`` keeps the judge's preset, temperature and

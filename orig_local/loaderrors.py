@@ -4,7 +4,9 @@ Offline (``HF_HUB_OFFLINE=1``) or without a network, ``from_pretrained`` (transf
 diffusers) and open_clip raise long, library-specific errors (``LocalEntryNotFoundError``,
 ``OSError("... couldn't find them in the cached files")``, ``RuntimeError("Failed to download
 weights ...")``). :func:`loading` wraps a load call and turns those into
-:class:`ModelNotCached`, an :class:`~orig_local.errors.OrigError` the CLI prints on one line."""
+:class:`ModelNotCached`, an :class:`~orig_local.errors.OrigError` the CLI prints on one line.
+:func:`hub_access` does the same for the hub's gated / unknown-id / unknown-revision failures
+(:class:`ModelAccessError`); :mod:`orig_local.presets` re-exports both names."""
 
 from __future__ import annotations
 
@@ -66,8 +68,56 @@ def not_cached(ref: str | None, revision: str | None = None) -> ModelNotCached:
 @contextmanager
 def loading(ref: str | None, revision: str | None = None) -> Iterator[None]:
     """Wrap a ``from_pretrained``/open_clip call loading ``ref`` (a hub id or folder): the hub's
-    gated / unknown / not-cached failures become one line (:func:`orig_local.presets.hub_access`)."""
-    from orig_local.presets import hub_access
-
+    gated / unknown / not-cached failures become one line (:func:`hub_access`)."""
     with hub_access(ref or "model", revision):
         yield
+
+
+class ModelAccessError(OrigError, OSError):
+    """Weights that cannot be loaded for a reason the user fixes: a gated or private repo
+    without a token, an unknown hub id or revision, or weights not cached while offline."""
+
+
+def _hub_failure(exc: BaseException, model: str, revision: str | None) -> ModelAccessError | ModelNotCached | None:
+    try:
+        from huggingface_hub import errors
+    except ImportError:
+        return None
+    login = "export HF_TOKEN=<your token> or run `huggingface-cli login`"
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:  # transformers/diffusers wrap the hub's error
+        seen.add(id(err))
+        if isinstance(err, errors.GatedRepoError):
+            return ModelAccessError(
+                f"{model} is a gated model: accept its licence at https://huggingface.co/{model} "
+                f"while logged in, then give this machine your token", hint=login)
+        if isinstance(err, errors.RevisionNotFoundError):
+            return ModelAccessError(f"{model} has no revision {revision!r} on the hub",
+                                    hint="fix `revision` in the preset or set e.g. generator.revision=<sha>")
+        if isinstance(err, errors.RepositoryNotFoundError):
+            return ModelAccessError(f"{model} was not found on the hub (or it is private)",
+                                    hint=f"check the id; for a private repo {login}")
+        if isinstance(err, errors.HfHubHTTPError) and getattr(err.response, "status_code", None) in (401, 403):
+            return ModelAccessError(f"the hub refused access to {model} (HTTP {err.response.status_code})",
+                                    hint=login)
+        err = err.__cause__ or err.__context__
+    # Not cached while offline (the hub's own errors, or the libraries' wrapped texts): one
+    # recogniser for every loader (transformers, diffusers, open_clip).
+    return model_not_cached(exc, model, revision)
+
+
+@contextmanager
+def hub_access(model: str, revision: str | None = None) -> Iterator[None]:
+    """Around a ``from_pretrained``: the hub's gated / not-found / not-cached failures become one
+    :class:`ModelAccessError` line naming the fix (``HF_TOKEN``, ``huggingface-cli login``, ...);
+    anything else propagates unchanged."""
+    try:
+        yield
+    except ModelAccessError:
+        raise
+    except Exception as exc:
+        failure = _hub_failure(exc, model, revision)
+        if failure is None:
+            raise
+        raise failure from exc

@@ -9,15 +9,13 @@ whether the hub repo is ``gated``, the role, dtype, rough memory, and role-speci
 ``open_clip`` for embedders.
 
 A model without a preset is used by hub id (``-s generator.model=<hub id>``): see
-:func:`generator_preset` and :func:`hub_access`, which turns the hub's "gated / not found / not
+:func:`generator_preset` and :func:`~orig_local.loaderrors.hub_access`, which turns the hub's "gated / not found / not
 cached" failures into one-line :class:`ModelAccessError` messages.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,7 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from orig_local.configbase import ConfigError, StrictModel, read_yaml
-from orig_local.errors import OrigError
+
+# Loading failures live in loaderrors.py (below this module); importable from here as before.
+from orig_local.loaderrors import ModelAccessError, hub_access
 from orig_local.paths import PRESETS_DIR, tiny_models_dir, user_models_dir
 
 if TYPE_CHECKING:
@@ -246,53 +246,8 @@ def generator_preset(config: GeneratorConfig) -> Preset:
     })
 
 
-class ModelAccessError(OrigError, OSError):
-    """Weights that cannot be loaded for a reason the user fixes: a gated or private repo
-    without a token, an unknown hub id or revision, or weights not cached while offline."""
-
-
-def _hub_failure(exc: BaseException, model: str, revision: str | None) -> ModelAccessError | None:
-    try:
-        from huggingface_hub import errors
-    except ImportError:
-        return None
-    login = "export HF_TOKEN=<your token> or run `huggingface-cli login`"
-    seen: set[int] = set()
-    err: BaseException | None = exc
-    while err is not None and id(err) not in seen:  # transformers/diffusers wrap the hub's error
-        seen.add(id(err))
-        if isinstance(err, errors.GatedRepoError):
-            return ModelAccessError(
-                f"{model} is a gated model: accept its licence at https://huggingface.co/{model} "
-                f"while logged in, then give this machine your token", hint=login)
-        if isinstance(err, errors.RevisionNotFoundError):
-            return ModelAccessError(f"{model} has no revision {revision!r} on the hub",
-                                    hint="fix `revision` in the preset or set e.g. generator.revision=<sha>")
-        if isinstance(err, errors.RepositoryNotFoundError):
-            return ModelAccessError(f"{model} was not found on the hub (or it is private)",
-                                    hint=f"check the id; for a private repo {login}")
-        if isinstance(err, errors.HfHubHTTPError) and getattr(err.response, "status_code", None) in (401, 403):
-            return ModelAccessError(f"the hub refused access to {model} (HTTP {err.response.status_code})",
-                                    hint=login)
-        err = err.__cause__ or err.__context__
-    # Not cached while offline (the hub's own errors, or the libraries' wrapped texts): one
-    # recogniser for every loader (transformers, diffusers, open_clip).
-    from orig_local.loaderrors import model_not_cached
-
-    return model_not_cached(exc, model, revision)
-
-
-@contextmanager
-def hub_access(model: str, revision: str | None = None) -> Iterator[None]:
-    """Around a ``from_pretrained``: the hub's gated / not-found / not-cached failures become one
-    :class:`ModelAccessError` line naming the fix (``HF_TOKEN``, ``huggingface-cli login``, ...);
-    anything else propagates unchanged."""
-    try:
-        yield
-    except ModelAccessError:
-        raise
-    except Exception as exc:
-        failure = _hub_failure(exc, model, revision)
-        if failure is None:
-            raise
-        raise failure from exc
+__all__ = [
+    "GENERATOR_FAMILIES", "ModelAccessError", "OpenClipSpec", "Preset", "ServeSpec", "family_preset",
+    "generator_preset", "hub_access", "list_presets", "load_preset", "preset_dirs", "preset_path",
+    "resolve_chat_preset", "resolve_model_path",
+]

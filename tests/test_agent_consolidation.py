@@ -125,11 +125,15 @@ async def test_budget_comes_from_the_context_window_in_tokens():
     cut, was_cut = truncate_to_tokens(text, 12, EstimatedTokens())
     assert was_cut and cut.endswith(".") and EstimatedTokens().count(cut) <= 12
 
-    from orig_local.agent.factory import _context_tokens
     from orig_local.config import load_config
+    from orig_local.resolved import ResolvedModels
 
-    assert _context_tokens(load_config(overrides=["backbone.preset=qwen2.5-vl-7b"])) == 32768
-    assert _context_tokens(load_config(overrides=["backbone.preset=tiny-qwen2.5-vl"])) == 4096
+    def window(preset: str) -> int | None:
+        backbone = ResolvedModels.from_config(load_config(overrides=[f"backbone.preset={preset}"])).backbone
+        return None if backbone is None else backbone.context_window
+
+    assert window("qwen2.5-vl-7b") == 32768
+    assert window("tiny-qwen2.5-vl") == 4096
     small = Agent(backbone(), _retriever(), AgentConfig(), context_tokens=4096)
     assert small.budget.context_tokens == 4096
     explicit = Agent(backbone(), _retriever(), AgentConfig(context_tokens=8192), context_tokens=4096)

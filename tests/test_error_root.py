@@ -39,7 +39,7 @@ INTERNAL = {
     ("agent/agent.py", "_load_oracle"): "library misuse (the CLI always loads oracle evidence for oracle)",
     ("llm/tokens.py", "smart_resize"): "decoded images have a positive size and a bounded aspect: a bug",
     ("llm/tokens.py", "_default_size"): "a message part without a size: a bug in the caller",
-    ("llm/base.py", "__post_init__"): "roles are Literal in Message: a bug",
+    ("llm/messages.py", "__post_init__"): "roles are Literal in Message: a bug",
     ("retrieval/chain.py", "__init__"): "retrieval.search.chain has min_length=1: only library misuse reaches it",
     ("retrieval/parse_worker.py", "_read_exactly"): "the parent closed the pipe: the worker's loop ends on it",
     ("retrieval/parse_pool.py", "wait_ready"): "a parse worker died at start: the pool replaces it",

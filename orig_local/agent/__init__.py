@@ -10,8 +10,8 @@ from orig_local._lazy import lazy_getattr
 
 _LAZY = {
     "Agent": "orig_local.agent.agent:Agent",
-    "AgentResult": "orig_local.agent.agent:AgentResult",
-    "OracleEvidence": "orig_local.agent.agent:OracleEvidence",
+    "AgentResult": "orig_local.agent.result:AgentResult",
+    "OracleEvidence": "orig_local.agent.result:OracleEvidence",
     "AgentConfig": "orig_local.agent.config:AgentConfig",
     "KnowledgeBase": "orig_local.agent.knowledge:KnowledgeBase",
     "PromptLibrary": "orig_local.agent.prompting:PromptLibrary",

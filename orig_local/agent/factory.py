@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
     from orig_local.agent.agent import Agent, AgentResult, OracleEvidence
@@ -21,14 +21,15 @@ if TYPE_CHECKING:
     from orig_local.embeddings.clip import OpenClipEmbedder
     from orig_local.generation.base import Generator
     from orig_local.llm.base import BaseChatModel
-    from orig_local.presets import Preset
+    from orig_local.resolved import ResolvedModels
 
 log = logging.getLogger(__name__)
 
 
 def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = None,
                 retriever: RetrieverLike | None = None, generator: Generator | Literal[False] | None = None,
-                dedup: Deduper | Literal[False] | None = None, embedder: OpenClipEmbedder | None = None) -> Agent:
+                dedup: Deduper | Literal[False] | None = None, embedder: OpenClipEmbedder | None = None,
+                models: ResolvedModels | None = None) -> Agent:
     """An Agent for ``config`` (default: the default Config). Parts not given are built:
 
     * ``chat``: :func:`orig_local.llm.make_chat_model` of ``config.backbone``;
@@ -36,7 +37,9 @@ def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = No
     * ``generator``: ``make_generator(config.generator)`` when ``generator.preset`` or ``.model`` is set;
     * ``dedup``: CLIP near-duplicate removal (``agent.dedup``), only for retrieval conditions;
       its embedder is shared with the local search backend.
-    Pass ``generator=False`` / ``dedup=False`` to force them off.
+    Pass ``generator=False`` / ``dedup=False`` to force them off. ``models``: the run's models
+    already resolved (default: :meth:`ResolvedModels.from_config <orig_local.resolved.ResolvedModels.from_config>`,
+    one preset read per model), the source of every budget the Agent gets.
 
     Example (offline: the labelled ``simulated`` backbone over the bundled demo corpus)::
 
@@ -56,6 +59,7 @@ def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = No
     """
     from orig_local.agent.agent import Agent
     from orig_local.config import Config
+    from orig_local.resolved import ResolvedModels
 
     config = config or Config()
     cache_dir = config.resolved_cache_dir()
@@ -77,55 +81,40 @@ def build_agent(config: Config | None = None, *, chat: BaseChatModel | None = No
         from orig_local.generation import make_generator
 
         generator = make_generator(config.generator, progress=config.progress)
-    # What the configured generator takes is known from its resolved pipeline even when it is
-    # not built here (the benchmark's agent phase passes generator=False and generates later).
-    # The study keys shared agent phases on this same view (agent/inputs.py).
-    from orig_local.agent.inputs import generator_view, prompt_token_counter
-
-    view = generator_view(config.generator)
-    capacity, prompt_tokens = (None, None) if generator else (view.reference_capacity, view.prompt_max_tokens)
     return Agent(chat=chat, retriever=retriever, config=acfg, generator=generator or None,
-                 dedup=dedup or None, prompts=config.prompts_dir, reference_capacity=capacity,
-                 prompt_max_tokens=prompt_tokens, prompt_tokens=prompt_token_counter(config.generator),
-                 tokens=_backbone_tokens(config),
-                 context_tokens=_context_tokens(config), image_tokens=_image_tokens(config))
+                 dedup=dedup or None, prompts=config.prompts_dir,
+                 **_model_budgets(models or ResolvedModels.from_config(config), built_generator=bool(generator)))
 
 
-def _backbone_preset(config: Config) -> Preset | None:
-    # the simulated/scripted stand-ins have no window of their own, whatever preset is named
-    if not config.backbone.preset or config.backbone.backend in ("simulated", "scripted"):
-        return None
-    from orig_local.presets import load_preset
+class _Budgets(TypedDict):
+    """The Agent's keyword arguments that come from the run's models."""
 
-    try:
-        return load_preset(config.backbone.preset)
-    except Exception:  # an unknown preset is the chat model's error to report, not ours
-        return None
-
-
-def _context_tokens(config: Config) -> int | None:
-    """The backbone's context window: its preset's vLLM ``max_model_len``."""
-    preset = _backbone_preset(config)
-    return preset.serve.max_model_len if preset is not None and preset.serve else None
+    reference_capacity: int | None
+    prompt_max_tokens: int | None
+    prompt_tokens: TokenCounter | None
+    tokens: TokenCounter
+    context_tokens: int | None
+    image_tokens: int | None
 
 
-def _image_tokens(config: Config) -> int | None:
-    """Vision tokens per image: Qwen2.5-VL uses one token per 28x28 patch group, and the preset
-    caps pixels per image (``mm_processor_kwargs.max_pixels``)."""
-    preset = _backbone_preset(config)
-    pixels = preset.serve.mm_processor_kwargs.get("max_pixels") if preset is not None and preset.serve else None
-    return int(pixels) // (28 * 28) if pixels else None
-
-
-def _backbone_tokens(config: Config) -> TokenCounter:
-    """Count with the backbone's own tokenizer when it loads offline, else an estimate.
-    The simulated/scripted stand-ins have no tokenizer."""
+def _model_budgets(models: ResolvedModels, built_generator: bool) -> _Budgets:
+    """The Agent's budget arguments, all from the one resolved record. What the configured
+    generator takes is known from its resolved pipeline even when it is not built here (the
+    benchmark's agent phase passes generator=False and generates later); a built generator
+    says it itself. The study keys shared agent phases on this same record (agent/inputs.py)."""
     from orig_local.agent.budget import EstimatedTokens, make_token_counter
+    from orig_local.agent.inputs import GeneratorView, prompt_token_counter
 
-    preset = _backbone_preset(config)
-    if preset is None:
-        return EstimatedTokens()
-    return make_token_counter(preset.path if preset is not None else None)
+    view = GeneratorView() if built_generator else GeneratorView.of(models.generator)
+    backbone = models.backbone
+    return _Budgets(
+        reference_capacity=view.reference_capacity, prompt_max_tokens=view.prompt_max_tokens,
+        prompt_tokens=prompt_token_counter(models.generator),
+        # the backbone's own tokenizer when it loads offline, else an estimate (stand-ins have none)
+        tokens=EstimatedTokens() if backbone is None else make_token_counter(backbone.path),
+        context_tokens=backbone.context_window if backbone else None,
+        image_tokens=backbone.image_tokens if backbone else None,
+    )
 
 
 def _embedder(config: Config, cache_dir: Path | None) -> OpenClipEmbedder:

@@ -2,10 +2,11 @@
 sees it, the generator-side token counter for P̂, and the settings that key a shared agent
 phase (:mod:`orig_local.study.share`).
 
-The agent reads the generator only through :func:`generator_view` (reference capacity, the
-prompt token bound, the tokenizer that bound counts in); :func:`build_agent` and the study's
-sharing key both use it, so two runs share an agent phase only when the agent would have been
-built identically. Every other setting is part of the key unless it is listed in
+The agent reads the generator only through :class:`GeneratorView` (reference capacity, the
+prompt token bound, the tokenizer that bound counts in), made from the run's resolved generator
+(:class:`~orig_local.resolved.ResolvedModels`); :func:`build_agent` and the study's sharing key
+both use it, so two runs share an agent phase only when the agent would have been built
+identically. Every other setting is part of the key unless it is listed in
 :data:`NOT_AGENT_OUTPUT` with the reason it cannot change P̂, the references or the evidence:
 a new setting keys sharing by default.
 """
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from orig_local.agent.budget import TokenCounter
     from orig_local.config import Config
     from orig_local.generation.config import GeneratorConfig
+    from orig_local.resolved import ResolvedModel
 
 log = logging.getLogger(__name__)
 
@@ -69,41 +71,43 @@ class GeneratorView:
                  if self.prompt_max_tokens else "P̂ without token bound")
         return f"{refs}, {bound}"
 
+    @classmethod
+    def of(cls, generator: ResolvedModel | None) -> GeneratorView:
+        """The view of a resolved generator (None: no generator configured)."""
+        if generator is None:
+            return cls()
+        return cls(generator.reference_capacity, generator.prompt_token_bound, generator.tokenizer_family)
+
 
 def generator_view(config: GeneratorConfig) -> GeneratorView:
     """:class:`GeneratorView` of a generator section, from the resolved pipeline (a preset, a
     hub id given as preset, or ``generator.model``), nothing loaded."""
-    from orig_local.generation import generator_traits
+    from orig_local.resolved import resolve_generator
 
-    traits = generator_traits(config)
-    if traits is None:
-        return GeneratorView()
-    return GeneratorView(traits["reference_capacity"], traits["prompt_max_tokens"], traits["text_tokenizer"])
+    return GeneratorView.of(resolve_generator(config))
 
 
-def prompt_token_counter(config: GeneratorConfig) -> TokenCounter | None:
+def prompt_token_counter(generator: ResolvedModel | None) -> TokenCounter | None:
     """Counter for P̂'s bound in the generator's text-encoder tokens: the generator's own
     tokenizer when it loads offline (real models only: a tiny model's toy vocabulary counts
     several times the real tokens); for the Qwen2 family, the real Qwen2 BPE
     (:mod:`orig_local.llm.tokens`); else None (the agent's estimate, labelled as one)."""
     from orig_local.agent.budget import TokenizerTokens, make_token_counter
-    from orig_local.generation import generator_traits
 
-    traits = generator_traits(config)
-    if traits is None:
+    if generator is None:
         return None
-    preset = traits["preset"]
-    if not preset.is_tiny:
-        counter = make_token_counter(preset.path, subfolder=traits["tokenizer_subfolder"])
+    if not generator.is_tiny:
+        counter = make_token_counter(generator.path, subfolder=generator.tokenizer_subfolder or "tokenizer")
         if isinstance(counter, TokenizerTokens):
             return counter
-    if traits["text_tokenizer"] == "qwen2":
+    if generator.tokenizer_family == "qwen2":
         from orig_local.llm.tokens import default_counter
 
         text_counter = default_counter()
         if text_counter.exact:
             return _LabelledCounter(text_counter.count, f"tokenizer:{text_counter.name}")
-    log.debug("no offline %s tokenizer for %s: P̂'s token bound is an estimate", traits["text_tokenizer"], preset.name)
+    log.debug("no offline %s tokenizer for %s: P̂'s token bound is an estimate", generator.tokenizer_family,
+              generator.preset)
     return None
 
 

@@ -8,14 +8,10 @@ which it is, and why.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from orig_local.agent.result import AgentResult, Status
 from orig_local.agent.text import has_content
 from orig_local.conditions import condition
 from orig_local.llm.base import is_transport_error
-
-if TYPE_CHECKING:
-    from orig_local.agent.agent import AgentResult, Status
 
 
 def assess(result: AgentResult) -> AgentResult:

@@ -65,7 +65,7 @@ def open_clip_snapshot(model: str, revision: str | None = None) -> str:
     if Path(model).expanduser().is_dir():
         return "local-dir:" + str(Path(model).expanduser())
     from orig_local._lazy import require
-    from orig_local.presets import hub_access
+    from orig_local.loaderrors import hub_access
 
     hub = require("huggingface_hub", "gen")
     with hub_access(model, revision):

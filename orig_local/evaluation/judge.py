@@ -24,13 +24,13 @@ import re
 import string
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, RootModel, StrictBool
 
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
+from orig_local.evaluation.verdict import Verdict, record_finish  # defined below both judges; public here too
 from orig_local.llm.base import ChatError, ImageRef, Message, StructuredOutputError, system, user
 
 if TYPE_CHECKING:
@@ -47,35 +47,6 @@ class BoolAnswer(RootModel[StrictBool]):
 
 class ObjectAnswer(BaseModel):
     answer: StrictBool
-
-
-@dataclass
-class Verdict:
-    """One judged question (or gold fact). ``answer`` is what the judge said (bool, or a letter
-    for multiple choice), ``correct`` whether it matches the expected answer; both None on error."""
-
-    qid: str
-    answer: bool | str | None
-    expected: bool | str | None = True
-    correct: bool | None = None
-    concept: str | None = None
-    modality: str = "text"
-    p_true: float | None = None
-    raw: list[str] = field(default_factory=list)  # every raw reply (invalid attempts first)
-    error: str | None = None
-    cached: bool = False
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    rule: str | None = None  # multiple choice: how the reply was read (first_character / labelled / schema)
-    # sha256 of the rendered request (messages with images as content hashes, schema, settings):
-    # a verdict can be re-checked later (the templates' hashes are in run.json, judge_templates)
-    request_sha256: str | None = None
-    # why the judge's last reply ended: "stop", or "length" = cut at max_tokens (``truncated``)
-    finish_reason: str | None = None
-    truncated: bool = False
-
-    def to_row(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------- strict parsing
@@ -224,13 +195,6 @@ def _templates(templates_dir: Path | None):
     from orig_local.templates import PromptTemplates
 
     return PromptTemplates(TEMPLATES_DIR, templates_dir, trim_blocks=False)
-
-
-def record_finish(verdict: Verdict, reply: Any) -> None:
-    """Put on the verdict why the judge's last reply ended, so a cut reply shows on its row and
-    not only in an error text."""
-    verdict.finish_reason = getattr(reply, "finish_reason", None)  # a reply, or StructuredOutputError
-    verdict.truncated = verdict.finish_reason == "length"
 
 
 # --------------------------------------------------------------------------- images

@@ -13,15 +13,27 @@ schema after the chat layer's bounded retries is an error on the verdict, never 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from orig_local.evaluation.items import Question
+from orig_local.evaluation.verdict import Verdict, record_finish
 from orig_local.llm.base import ChatError, ImageRef, StructuredOutputError, system, user
 
 if TYPE_CHECKING:
-    from orig_local.evaluation.judge import Judge
+    from orig_local.llm.base import BaseChatModel
+
+
+class RubricJudge(Protocol):
+    """What a rubric reads of the judge (:class:`orig_local.evaluation.judge.Judge` is one): its
+    chat model, its templates and its reply bound. A protocol, so this module does not import
+    the judge that calls it."""
+
+    chat: BaseChatModel
+    max_tokens: int | None
+
+    def render(self, name: str, **values: Any) -> str: ...
 
 
 class WiScoreReply(BaseModel):
@@ -56,15 +68,13 @@ RUBRICS: dict[str, tuple[type[BaseModel], str]] = {
 }
 
 
-async def judge_rubric(judge: Judge, question: Question, image: Any, explanation: str):
+async def judge_rubric(judge: RubricJudge, question: Question, image: Any, explanation: str) -> Verdict:
     """Score ``image`` for ``question`` (its text is the WISE prompt) with the rubric it names.
 
-    Returns a :class:`~orig_local.evaluation.judge.Verdict`: ``answer`` holds the grades
+    Returns a :class:`~orig_local.evaluation.verdict.Verdict`: ``answer`` holds the grades
     (``{"consistency", "realism", "aesthetic_quality", "wiscore"}`` or ``{"score"}``),
     ``correct`` is the binary outcome for ``wise_verified`` and None for ``wise_wiscore``
     (a graded score has no right/wrong), ``error`` is set when the judge failed."""
-    from orig_local.evaluation.judge import Verdict, record_finish
-
     verdict = Verdict(qid=question.id, answer=None, expected=1 if question.rubric == "wise_verified" else None)
     if question.rubric not in RUBRICS:
         verdict.error = f"unknown rubric {question.rubric!r}; known: {', '.join(RUBRICS)}"
@@ -93,6 +103,7 @@ async def judge_rubric(judge: Judge, question: Question, image: Any, explanation
                           "aesthetic_quality": parsed.aesthetic_quality,
                           "wiscore": wiscore(parsed.consistency, parsed.realism, parsed.aesthetic_quality)}
     else:
+        assert isinstance(parsed, VerifiedReply), "the reply was validated against the rubric's schema"
         verdict.answer = {"score": parsed.score}
         verdict.correct = parsed.score == 1
     return verdict

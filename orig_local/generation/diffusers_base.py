@@ -141,7 +141,7 @@ class DiffusersGenerator:
             diffusers.utils.logging.disable_progress_bar()
             require("transformers", "gen").utils.logging.disable_progress_bar()
         start = time.perf_counter()
-        from orig_local.presets import hub_access
+        from orig_local.loaderrors import hub_access
 
         kwargs: dict[str, Any] = {_dtype_kwarg(): dtype}
         if revision:

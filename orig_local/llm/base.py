@@ -8,342 +8,37 @@ its bounded retry live here once, so all backends behave the same.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
-import io
 import json
 import logging
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from orig_local.llm.config import ChatConfig
 
+# Messages (messages.py) and replies/errors (replies.py) are defined beside this module and
+# importable from here, as every backend and caller does.
+from orig_local.llm.messages import WIRE_FORMATS, ImageRef, Message, Part, assistant, prepare_images, system, user
+from orig_local.llm.replies import (
+    NOT_TRANSPORT,
+    TRANSPORT_ERRORS,
+    ChatConnectionError,
+    ChatError,
+    ChatHTTPError,
+    ChatReply,
+    ChatRequestRefused,
+    Completion,
+    ReplyTruncatedError,
+    StructuredOutputError,
+    TooManyImagesError,
+    Usage,
+    is_transport_error,
+)
+
 log = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------- messages
-
-
-# Formats sent as they came (no decode, no re-encode): the ones the OpenAI chat API documents
-# for image_url data URIs. vLLM and transformers serve decode with PIL and take all three.
-# Anything else (BMP, TIFF, a PIL image in memory) is encoded once as PNG.
-WIRE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
-
-
-class _Encoded:
-    """The wire form of one picture, shared by every :class:`ImageRef` over it: computed once
-    (under a lock, so two threads never encode the same picture twice)."""
-
-    __slots__ = ("data_uri", "lock", "mime", "nbytes", "sha256", "size")
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.data_uri: bytes | None = None  # the base64 of the bytes sent (ASCII)
-        self.sha256: str | None = None
-        self.mime: str | None = None
-        self.nbytes = 0
-        self.size: tuple[int, int] | None = None
-
-
-class ImageRef:
-    """An image inside a chat message: a PIL image, a file path or encoded bytes.
-
-    Nothing is decoded up front. :meth:`prepare` turns the picture into what goes on the wire
-    once: a PNG/JPEG/WebP file or byte string is sent as it came (only its header is read), any
-    other source is encoded as PNG. Wrapping an ImageRef in another shares that work, so a
-    picture sent in eight requests is read and encoded once. :meth:`sha256` (cache keys) hashes
-    the bytes sent.
-    """
-
-    label: str | None
-    _enc: _Encoded
-
-    def __init__(self, source: Any, label: str | None = None):
-        if isinstance(source, ImageRef):
-            self.source: Any = source.source
-            self.label = label or source.label
-            self._enc = source._enc
-            return
-        if isinstance(source, str):
-            source = Path(source)
-        self.source = source
-        self.label = label
-        self._enc = _Encoded()
-
-    def to_pil(self):
-        from PIL import Image
-
-        if isinstance(self.source, Path):
-            with Image.open(self.source) as im:
-                return im.convert("RGB")
-        if isinstance(self.source, (bytes, bytearray)):
-            with Image.open(io.BytesIO(self.source)) as im:
-                return im.convert("RGB")
-        return self.source.convert("RGB")
-
-    @property
-    def prepared(self) -> bool:
-        return self._enc.data_uri is not None
-
-    def prepare(self) -> ImageRef:
-        """Compute the wire form (blocking: file read, maybe a PNG encode, hash, base64). Call
-        it in a worker thread from async code; :meth:`BaseChatModel.chat` does."""
-        enc = self._enc
-        if enc.data_uri is not None:
-            return self
-        with enc.lock:
-            if enc.data_uri is None:
-                data, mime, size = self._wire_bytes()
-                enc.sha256 = hashlib.sha256(data).hexdigest()
-                enc.mime, enc.size, enc.nbytes = mime, size, len(data)
-                enc.data_uri = base64.b64encode(data)  # the prefix is added where it is sent
-                del data  # the raw bytes are not kept: only what goes on the wire
-        return self
-
-    def _wire_bytes(self) -> tuple[bytes, str, tuple[int, int]]:
-        from PIL import Image
-
-        raw: bytes | None = None
-        if isinstance(self.source, Path):
-            raw = self.source.read_bytes()
-        elif isinstance(self.source, (bytes, bytearray)):
-            raw = bytes(self.source)
-        if raw is not None:
-            with Image.open(io.BytesIO(raw)) as im:  # reads the header only
-                mime = WIRE_FORMATS.get(im.format or "")
-                if mime is not None and getattr(im, "n_frames", 1) == 1:
-                    return raw, mime, tuple(im.size)  # type: ignore[return-value]
-        picture = self.to_pil()
-        buf = io.BytesIO()
-        picture.save(buf, format="PNG")
-        return buf.getvalue(), "image/png", tuple(picture.size)  # type: ignore[return-value]
-
-    def data_uri_parts(self) -> tuple[bytes, bytes]:
-        """``(b"data:<mime>;base64,", base64 bytes)``: the data URI in two pieces, the second
-        one shared object, so a request body can stream it without copying."""
-        enc = self.prepare()._enc
-        return f"data:{enc.mime};base64,".encode("ascii"), enc.data_uri  # type: ignore[return-value]
-
-    def data_uri(self) -> str:
-        """``data:<mime>;base64,...`` of the bytes sent, as a string (a copy)."""
-        prefix, b64 = self.data_uri_parts()
-        return (prefix + b64).decode("ascii")
-
-    def sha256(self) -> str:
-        """SHA-256 of the bytes sent (the file's own bytes, or the PNG encoding)."""
-        return self.prepare()._enc.sha256  # type: ignore[return-value]
-
-    png_sha256 = sha256  # the earlier name, from when every image was re-encoded as PNG
-
-    @property
-    def mime(self) -> str:
-        return self.prepare()._enc.mime  # type: ignore[return-value]
-
-    @property
-    def size(self) -> tuple[int, int]:
-        """(width, height) without decoding the pixels."""
-        if self._enc.size is not None:
-            return self._enc.size
-        if hasattr(self.source, "size") and not callable(self.source.size):
-            return tuple(self.source.size)  # type: ignore[return-value]
-        from PIL import Image
-
-        opened = Image.open(self.source if isinstance(self.source, Path) else io.BytesIO(self.source))
-        with opened as im:
-            return tuple(im.size)  # type: ignore[return-value]
-
-    def __repr__(self) -> str:
-        return f"ImageRef({self.label or type(self.source).__name__})"
-
-
-def prepare_images(messages: Sequence[Message]) -> None:
-    """Compute the wire form of every image in ``messages`` (blocking; see ImageRef.prepare)."""
-    for m in messages:
-        for image in m.images:
-            image.prepare()
-
-
-Part = str | ImageRef
-
-
-@dataclass
-class Message:
-    """One chat turn. ``parts`` mixes text and images in order."""
-
-    role: str  # system | user | assistant
-    parts: list[Part]
-
-    def __post_init__(self):
-        if self.role not in ("system", "user", "assistant"):
-            raise ValueError(f"unknown role {self.role!r}")
-        # An ImageRef is kept as is, so its encoded PNG (and hash) is computed once even when
-        # the same picture goes into many requests.
-        self.parts = [p if isinstance(p, (str, ImageRef)) else ImageRef(p) for p in self.parts]
-
-    @property
-    def images(self) -> list[ImageRef]:
-        return [p for p in self.parts if isinstance(p, ImageRef)]
-
-    @property
-    def text(self) -> str:
-        return "".join(p for p in self.parts if isinstance(p, str))
-
-    def canonical(self) -> dict[str, Any]:
-        """JSON-able form with images replaced by their content hash (cache keys, traces)."""
-        return {
-            "role": self.role,
-            "parts": [p if isinstance(p, str) else {"image_sha256": p.sha256()} for p in self.parts],
-        }
-
-
-def system(text: str) -> Message:
-    return Message("system", [text])
-
-
-def user(*parts: Any) -> Message:
-    return Message("user", list(parts))
-
-
-def assistant(text: str) -> Message:
-    return Message("assistant", [text])
-
-
-# --------------------------------------------------------------------------- replies
-
-
-@dataclass
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    # of prompt_tokens, those the server served from its prefix cache (vLLM reports them with
-    # --enable-prompt-tokens-details); None when the server says nothing (unknown, not zero)
-    cached_tokens: int | None = None
-
-    def __add__(self, other: Usage) -> Usage:
-        known = [c for c in (self.cached_tokens, other.cached_tokens) if c is not None]
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            sum(known) if known else None,
-        )
-
-
-@dataclass
-class Completion:
-    """What one backend request returns, before any validation."""
-
-    text: str
-    usage: Usage = field(default_factory=Usage)
-    # first generated token's top alternatives: {token_text: logprob}; None if not asked/served
-    top_logprobs: dict[str, float] | None = None
-    # why generation stopped: "stop" (end of reply), "length" (cut at max_tokens), None if unknown
-    finish_reason: str | None = None
-
-
-@dataclass
-class ChatReply:
-    """A chat reply. ``parsed`` is set (and validated) when a schema was asked for."""
-
-    text: str
-    parsed: BaseModel | None
-    usage: Usage
-    latency_s: float
-    model: str
-    cached: bool = False
-    attempts: int = 1
-    invalid_replies: list[str] = field(default_factory=list)  # raw texts that failed validation
-    top_logprobs: dict[str, float] | None = None
-    finish_reason: str | None = None  # "length": the text was cut at max_tokens
-
-    @property
-    def truncated(self) -> bool:
-        return self.finish_reason == "length"
-
-
-class ChatError(RuntimeError):
-    """A chat call that could not be completed."""
-
-
-class ChatConnectionError(ChatError):
-    """The server could not be reached or kept failing (after bounded retries)."""
-
-
-class ChatHTTPError(ChatError):
-    """The server answered with an HTTP error that a retry does not fix and that every request
-    would get (wrong model name, auth). Like :class:`ChatConnectionError`, a transport/server
-    failure: the server (or how it is reached) needs fixing."""
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.status = status
-
-
-class ChatRequestRefused(ChatHTTPError):
-    """A healthy server refused this one request (HTTP 400/413/422: too long for the context
-    window, a schema it cannot compile, ...). The request's fault, not the server's: the item
-    records the error, and the circuit breaker, which stops a phase whose server is down, does
-    not count it."""
-
-
-# A reply that never came for a transport/server reason (not a reply that was invalid): what
-# makes a benchmark item *failed* rather than *degraded*. Stage records and verdicts keep the
-# error as "<ClassName>: message", so the names identify it there too.
-TRANSPORT_ERRORS: tuple[type[ChatError], ...] = (ChatConnectionError, ChatHTTPError)
-NOT_TRANSPORT: tuple[type[ChatError], ...] = (ChatRequestRefused,)
-
-
-def is_transport_error(error: BaseException | str | None) -> bool:
-    """True for a transport/server failure, given the exception or its "<ClassName>: ..." text.
-    A refused request (:class:`ChatRequestRefused`) is not one: its server answered."""
-    if isinstance(error, BaseException):
-        return isinstance(error, TRANSPORT_ERRORS) and not isinstance(error, NOT_TRANSPORT)
-    return bool(error) and str(error).startswith(tuple(f"{c.__name__}:" for c in TRANSPORT_ERRORS))
-
-
-class StructuredOutputError(ChatError):
-    """Every attempt at a structured reply failed validation. Carries the raw texts."""
-
-    def __init__(self, schema: str, raw_texts: list[str], errors: list[str], usage: Usage):
-        self.schema = schema
-        self.raw_texts = raw_texts
-        self.errors = errors
-        self.usage = usage
-        self.finish_reason: str | None = None  # of the last attempt, when it says more than "stop"
-        last = raw_texts[-1][:200] if raw_texts else ""
-        super().__init__(
-            f"no valid {schema} after {len(raw_texts)} attempt(s); last error: "
-            f"{errors[-1] if errors else '?'}; last reply: {last!r}"
-        )
-
-
-class ReplyTruncatedError(StructuredOutputError):
-    """The last attempt at a structured reply was cut at ``max_tokens`` (``finish_reason:
-    length``) before its JSON was complete. With guided decoding this is often runaway
-    whitespace, which serving with xgrammar's ``disable_any_whitespace`` prevents."""
-
-    def __init__(self, schema: str, raw_texts: list[str], errors: list[str], usage: Usage, max_tokens: int):
-        super().__init__(schema, raw_texts, errors, usage)
-        self.max_tokens = max_tokens
-        self.finish_reason = "length"
-        tail = raw_texts[-1][-80:] if raw_texts else ""
-        self.args = (
-            f"{schema} reply cut at max_tokens={max_tokens} (finish_reason=length) before its JSON "
-            f"was complete; raise max_tokens for this model, or if the reply is runaway whitespace "
-            f"serve it with --structured-outputs-config "
-            f"'{{\"backend\":\"xgrammar\",\"disable_any_whitespace\":true}}' (orig serve does); "
-            f"reply ends: {tail!r}",
-        )
-
-
-class TooManyImagesError(ChatError, ValueError):
-    """A request with more images than the model accepts per prompt (``ChatConfig.max_images``,
-    vLLM's ``--limit-mm-per-prompt``): refused before sending instead of an HTTP 400."""
 
 
 # --------------------------------------------------------------------------- parsing
@@ -500,6 +195,22 @@ class BaseChatModel:
                 self.cache_hits += 1
                 return self._from_cache(hit, schema)
 
+        reply = await self._validated(messages, schema, temperature, max_tokens, logprobs)
+        if reply.truncated:
+            log.info("%s: reply cut at max_tokens=%d (finish_reason=length)", self.model_name, max_tokens)
+        if key is not None and self.cache is not None:
+            await self.cache.aset(key, {
+                "text": reply.text, "prompt_tokens": reply.usage.prompt_tokens,
+                "completion_tokens": reply.usage.completion_tokens, "attempts": reply.attempts,
+                "invalid_replies": reply.invalid_replies, "top_logprobs": reply.top_logprobs,
+                "finish_reason": reply.finish_reason, "served": served,
+            })
+        return reply
+
+    async def _validated(self, messages: list[Message], schema: type[BaseModel] | None, temperature: float,
+                         max_tokens: int, logprobs: int | None) -> ChatReply:
+        """One request (within the concurrency limit), repeated with the validation error until
+        the reply matches ``schema`` or the retries run out (:class:`StructuredOutputError`)."""
         start = time.perf_counter()
         usage = Usage()
         invalid: list[str] = []
@@ -533,22 +244,12 @@ class BaseChatModel:
                     raise ReplyTruncatedError(schema.__name__, invalid, errors, usage, max_tokens)
                 raise StructuredOutputError(schema.__name__, invalid, errors, usage)
 
-        reply = ChatReply(
+        return ChatReply(
             text=completion.text, parsed=parsed, usage=usage,
             latency_s=time.perf_counter() - start, model=self.model_name,
             attempts=len(invalid) + 1, invalid_replies=invalid,
             top_logprobs=completion.top_logprobs, finish_reason=completion.finish_reason,
         )
-        if reply.truncated:
-            log.info("%s: reply cut at max_tokens=%d (finish_reason=length)", self.model_name, max_tokens)
-        if key is not None and self.cache is not None:
-            await self.cache.aset(key, {
-                "text": reply.text, "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens, "attempts": reply.attempts,
-                "invalid_replies": invalid, "top_logprobs": reply.top_logprobs,
-                "finish_reason": reply.finish_reason, "served": served,
-            })
-        return reply
 
     def _retry_conversation(self, messages: list[Message], completion: Completion, error: str,
                             max_tokens: int) -> list[Message]:
@@ -590,3 +291,12 @@ def _short_error(exc: Exception) -> str:
         parts = [f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:3]]
         return "; ".join(parts)
     return str(exc)[:300]
+
+
+__all__ = [
+    "NOT_TRANSPORT", "RETRY_NOTE", "SCHEMA_NOTE", "TRANSPORT_ERRORS", "WIRE_FORMATS", "BaseChatModel",
+    "ChatConnectionError", "ChatError", "ChatHTTPError", "ChatReply", "ChatRequestRefused", "Completion",
+    "ImageRef", "Message", "Part", "ReplyTruncatedError", "StructuredOutputError", "TooManyImagesError", "Usage",
+    "assistant", "is_transport_error", "parse_structured", "prepare_images", "schema_json", "system", "user",
+    "with_schema_instruction",
+]

@@ -77,7 +77,7 @@ class TransformersChatModel(BaseChatModel):
         torch = require("torch", "local")
         transformers = require("transformers", "local")
         _build_tiny_if_missing(config.model)
-        from orig_local.presets import hub_access
+        from orig_local.loaderrors import hub_access
 
         self.device = pick_device(config.device)
         self.dtype = pick_dtype(config.dtype, self.device)

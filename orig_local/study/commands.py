@@ -13,35 +13,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orig_local.study.plan import Plan, RunSpec
+from orig_local.study.plan import Plan, RunSpec, run_overrides  # run_overrides: importable from here too
 
 
 def _orig() -> list[str]:
     return [sys.executable, "-m", "orig_local"]
-
-
-def run_overrides(plan: Plan, run: RunSpec) -> list[str]:
-    """``-s`` overrides that make this run what the plan says (shared caches and evidence too)."""
-    # The plan's own keys first, so an explicit `set:` of the plan or the run wins.
-    sets = [f"cache_dir={plan.resolved_cache_dir()}",
-            f"eval.retrieval_accuracy={str(plan.retrieval_accuracy).lower()}"]
-    if plan.seed is not None:
-        sets.append(f"eval.seed={plan.seed}")
-    sets += plan.set
-    if run.fixed_rounds is not None:
-        sets.append(f"agent.fixed_rounds={run.fixed_rounds}")
-    for key, value in sorted(run.agent.items()):
-        sets.append(f"agent.{key}={_yaml_value(value)}")
-    sets += run.set
-    return sets
-
-
-def _yaml_value(value) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if value is None:
-        return "null"
-    return str(value)
 
 
 def eval_command(plan: Plan, run: RunSpec, phase: str, *, server_url: str | None = None,

@@ -317,7 +317,6 @@ def check_presets(plan: Plan, source: str = "plan") -> None:
     # Each run's config resolves (config files, -s overrides, switches): a typo fails now,
     # with the run named, not hours later in a phase.
     from orig_local.config import load_config
-    from orig_local.study.commands import run_overrides
 
     for run in plan.runs:
         try:
@@ -327,6 +326,32 @@ def check_presets(plan: Plan, source: str = "plan") -> None:
     unknown_tp = sorted(set(plan.gpus.tensor_parallel) - set(chat))
     if unknown_tp:
         raise ConfigError(f"{source}: gpus.tensor_parallel names presets no run serves: {', '.join(unknown_tp)}")
+
+
+def run_overrides(plan: Plan, run: RunSpec) -> list[str]:
+    """``-s`` overrides that make this run what the plan says (shared caches and evidence too).
+    Here, not in study/commands.py (which imports it), because :func:`check_presets` resolves
+    every run's config with them."""
+    # The plan's own keys first, so an explicit `set:` of the plan or the run wins.
+    sets = [f"cache_dir={plan.resolved_cache_dir()}",
+            f"eval.retrieval_accuracy={str(plan.retrieval_accuracy).lower()}"]
+    if plan.seed is not None:
+        sets.append(f"eval.seed={plan.seed}")
+    sets += plan.set
+    if run.fixed_rounds is not None:
+        sets.append(f"agent.fixed_rounds={run.fixed_rounds}")
+    for key, value in sorted(run.agent.items()):
+        sets.append(f"agent.{key}={_yaml_value(value)}")
+    sets += run.set
+    return sets
+
+
+def _yaml_value(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "null"
+    return str(value)
 
 
 def _check_server_gpus(plan: Plan, source: str, presets: dict) -> None:
