@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from orig_local.agent.simulate import SimRequest
+    from orig_local.agent.simrequest import SimRequest
 
 STAGES_PACKAGE = "orig_local.agent.stages"
 NOT_STAGES = frozenset({"base"})  # modules of the stages package that are no stage

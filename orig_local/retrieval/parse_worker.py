@@ -101,7 +101,7 @@ def _serve_images(requests: IO[bytes], replies: IO[bytes]) -> None:
     import PIL.Image  # noqa: F401 - before the first image's deadline runs
 
     from orig_local.retrieval.base import FetchFailure
-    from orig_local.retrieval.images import decode_image
+    from orig_local.retrieval.imagedecode import decode_image
 
     write_frame(replies, "ready")
     while True:

@@ -22,7 +22,7 @@ from orig_local.agent.gate import UNDESCRIBED, clean_field
 from orig_local.agent.knowledge import Source
 from orig_local.agent.passages import select_passages
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest
+from orig_local.agent.simrequest import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.search import RetrievedImage, RetrievedPage, RoundRetrieval
 from orig_local.agent.untrusted import delimit, drop_instructions, looks_like_instruction, sanitize

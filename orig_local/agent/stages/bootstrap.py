@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import Source
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest
+from orig_local.agent.simrequest import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.search import search_snippets
 from orig_local.agent.untrusted import drop_instructions, sanitize

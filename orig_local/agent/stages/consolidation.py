@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from orig_local.agent.knowledge import SummaryFact
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest, words
+from orig_local.agent.simrequest import SimRequest, words
 from orig_local.agent.stages.base import LIST_TOKENS, StageContext
 from orig_local.agent.support import covers, detail_words, subject_words, unsupported, vague
 from orig_local.agent.untrusted import list_block, list_line, looks_like_instruction, sanitize

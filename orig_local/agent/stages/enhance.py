@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.gate import gate_prompt
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest
+from orig_local.agent.simrequest import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.text import bound_prompt, has_content, sanitize_prompt, word_count
 

@@ -18,7 +18,7 @@ from orig_local.agent.budget import EstimatedTokens
 from orig_local.agent.citations import MENTION, cited_numbers, renumber, strip_citations
 from orig_local.agent.gate import gate_prompt
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest, after, blocks
+from orig_local.agent.simrequest import SimRequest, after, blocks
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.refinement import SAMPLE_REFERENCE, RefinementResult, feature_list
 from orig_local.agent.text import bound_prompt, clean_prompt, sanitize_prompt, sentences, word_count

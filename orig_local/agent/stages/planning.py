@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest, blocks
+from orig_local.agent.simrequest import SimRequest, blocks
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.untrusted import delimit
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from orig_local.agent.knowledge import ImageEvidence
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import IMAGE_ID, SimRequest, after, blocks, words
+from orig_local.agent.simrequest import IMAGE_ID, SimRequest, after, blocks, words
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.untrusted import delimit, list_block, list_line, looks_like_instruction
 

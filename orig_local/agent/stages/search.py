@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest
+from orig_local.agent.simrequest import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.trace import Stage, StageRecord
 from orig_local.agent.untrusted import delimit, drop_instructions

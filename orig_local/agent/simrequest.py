@@ -1,0 +1,77 @@
+"""What a stage's simulated reply reads: the rendered request (:class:`SimRequest`) and small
+helpers over the packaged templates' layout. Below both the registry and the responder
+(:mod:`orig_local.agent.simulate`), so stage modules import it without an import circle."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = {"a", "an", "the", "of", "in", "on", "and", "with", "at", "to", "is", "for", "by", "its",
+         "it", "as", "from", "picture", "image", "photo", "show", "showing", "draw", "generate"}
+_DATA = re.compile(r'<data id="([^"]*)">(.*?)</data>', re.S)
+IMAGE_ID = re.compile(r"I\d+")
+
+
+def words(text: str) -> set[str]:
+    """Content words (lower case, stop words out): the simulated replies' notion of overlap."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def after(text: str, marker: str) -> str:
+    """``text`` after the first ``marker`` ("" when absent)."""
+    i = text.find(marker)
+    return "" if i < 0 else text[i + len(marker):]
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    """The (id, content) of every data block in ``text``, in order; a list block's entries
+    (:func:`orig_local.agent.untrusted.list_block`) each as its own (ids, text)."""
+    out: list[tuple[str, str]] = []
+    for m in _DATA.finditer(text):
+        if m.group(1) == "list":
+            out += [(i, t.strip()) for i, _, t in (ln.partition(": ") for ln in m.group(2).strip().splitlines())]
+        else:
+            out.append((m.group(1), m.group(2).strip()))
+    return out
+
+
+def _prompt_of(text: str) -> str:
+    for line in text.splitlines():
+        for label in ("User prompt: ", "Prompt: "):
+            if line.startswith(label):
+                return line[len(label):].strip()
+    return ""
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """How the simulated backbone decides. ``sufficient``: the sufficiency verdict (or a function
+    of the rendered request); ``max_facts``: facts kept per page and features per prompt;
+    ``image_queries``: whether plans ask for images."""
+
+    sufficient: bool | Callable[[str], bool] = True
+    max_facts: int = 12
+    image_queries: bool = True
+
+
+@dataclass(frozen=True)
+class SimRequest:
+    """One agent request as a stage's simulated reply sees it."""
+
+    text: str  # the rendered template (the user turn's text)
+    prompt: str  # the user's prompt P, read from the request
+    n_images: int  # pictures sent with it
+    options: SimOptions = field(default_factory=SimOptions)
+
+    def blocks(self, text: str | None = None) -> list[tuple[str, str]]:
+        return blocks(self.text if text is None else text)
+
+    def after(self, marker: str) -> str:
+        return after(self.text, marker)
+
+    def image_titles(self, text: str | None = None) -> dict[str, str]:
+        """``{"I1": first line, ...}`` of the image blocks."""
+        return {i: b.split("\n")[0] for i, b in self.blocks(text) if IMAGE_ID.fullmatch(i)}
