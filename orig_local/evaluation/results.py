@@ -25,7 +25,7 @@ from pathlib import Path
 from orig_local.errors import DataError
 from orig_local.evaluation.jsonl_store import read_rows
 from orig_local.evaluation.rundir import check_run_dir, phase_file, run_label, shard_files
-from orig_local.evaluation.scoring import PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
+from orig_local.evaluation.scoring import ErrorPolicy, PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: 
 # --------------------------------------------------------------------------- one run
 
 
-def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "exclude", *,
+def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPolicy = "exclude", *,
              data: str | Path | None = None, benchmark: str | None = None, check_benchmark: bool = True,
              items: dict | None = None) -> RunResults:
     """Scores of one run from its JSONL. ``errors``: how unparseable verdicts count (see
@@ -324,8 +324,8 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
             failed_upstream += 1
             judge_of[rid] = "failed"
             continue
-        status = row_status(row, "judge")
-        if status == "failed" and not row.get("verdicts"):  # the item could not be judged at all
+        row_state = row_status(row, "judge")
+        if row_state == "failed" and not row.get("verdicts"):  # the item could not be judged at all
             item_errors += 1
             judge_of[rid] = "failed"
             continue
@@ -339,10 +339,10 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
             continue
         question_errors += check.question_errors
         items_with_q_errors += bool(check.question_errors)
-        if status == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
+        if row_state == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
             judge_of[rid] = "failed"  # every question errored (or the row says failed): not scored
             continue
-        elif check.question_errors or status == "degraded":
+        elif check.question_errors or row_state == "degraded":
             judge_of[rid] = "degraded"
         else:
             judge_of[rid] = "ok"

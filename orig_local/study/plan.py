@@ -33,13 +33,18 @@ def _agent_switches() -> set[str]:
 class RunSpec(StrictModel):
     """One run: a condition with its models and agent switches (paper Tables 3-5)."""
 
-    label: str | None = None  # run folder name and report row; default built from the fields
+    label: str = ""  # run folder name and report row; "" (or null): built from the fields
     condition: Condition = "orig"
     backbone: str | None = None  # chat preset served for the agent phase; ignored by `direct`
     generator: str | None = None  # generator preset (default: the plan's)
     fixed_rounds: int | None = Field(None, ge=1, le=10)  # Table 4's "+N-Round"
     agent: dict[str, Any] = Field(default_factory=dict)  # ablation switches, e.g. {refinement: false}
     set: list[str] = Field(default_factory=list)  # extra `-s key=value` overrides for this run
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _no_label(cls, value: Any) -> Any:
+        return "" if value is None else value  # `label: null` in a plan means "build it"
 
     @field_validator("agent")
     @classmethod
@@ -76,16 +81,31 @@ class RunSpec(StrictModel):
             parts.append(self.generator)
         return "_".join(parts)
 
+    # A validated Plan fills every run's generator and (where used) backbone from its
+    # defaults; these say so to the type checker and fail clearly on a bare RunSpec.
+    @property
+    def generator_preset(self) -> str:
+        if self.generator is None:
+            raise ConfigError(f"run {self.label or self.default_label()!r} has no generator (set `generator:`)")
+        return self.generator
+
+    @property
+    def backbone_preset(self) -> str:
+        """The served backbone of a run that uses one."""
+        if not self.uses_backbone or self.backbone is None:
+            raise ConfigError(f"run {self.label or self.default_label()!r} ({self.condition}) has no backbone")
+        return self.backbone
+
 
 class Grid(StrictModel):
     """The cartesian product of these lists, one run each. ``direct`` ignores the backbone
     (and the ablation switches), so its duplicates collapse into one run per generator."""
 
-    condition: list[Condition] = Field(default_factory=lambda: ["orig"], min_length=1)
-    backbone: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
-    generator: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
-    fixed_rounds: list[int | None] = Field(default_factory=lambda: [None], min_length=1)
-    agent: list[dict[str, Any]] = Field(default_factory=lambda: [{}], min_length=1)  # switch sets
+    condition: list[Condition] = Field(default_factory=lambda: list[Condition](["orig"]), min_length=1)
+    backbone: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
+    generator: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
+    fixed_rounds: list[int | None] = Field(default_factory=lambda: list[int | None]([None]), min_length=1)
+    agent: list[dict[str, Any]] = Field(default_factory=lambda: list[dict[str, Any]]([{}]), min_length=1)  # switch sets
 
     @field_validator("agent")
     @classmethod
@@ -229,10 +249,10 @@ class Plan(StrictModel):
 
     def backbones(self) -> list[str]:
         """Backbone presets in first-use order (servers start in this order)."""
-        return list(dict.fromkeys(r.backbone for r in self.runs if r.uses_backbone))
+        return list(dict.fromkeys(r.backbone_preset for r in self.runs if r.uses_backbone))
 
     def generators(self) -> list[str]:
-        return list(dict.fromkeys(r.generator for r in self.runs))
+        return list(dict.fromkeys(r.generator_preset for r in self.runs))
 
     def phases(self, run: RunSpec) -> list[str]:
         """The phases this run goes through, in order."""

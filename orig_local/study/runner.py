@@ -29,7 +29,15 @@ from orig_local.evaluation.rundir import phase_file
 from orig_local.study.commands import eval_command, report_command
 from orig_local.study.plan import Plan, RunSpec
 from orig_local.study.progress import RowCounter, wait_with_progress
-from orig_local.study.schedule import Step, build_schedule, render_schedule
+from orig_local.study.schedule import (
+    CopyStep,
+    GenerateGroupStep,
+    PhaseStep,
+    ServerStep,
+    StopStep,
+    build_schedule,
+    render_schedule,
+)
 from orig_local.study.servers import StudyServer
 from orig_local.study.status import select_ids, status_table, study_status
 
@@ -62,7 +70,7 @@ class StudyLock:
 
     def __init__(self, out: Path):
         self.path = out / "study.lock"
-        self.fd = None
+        self.fd: int | None = None
 
     def __enter__(self) -> StudyLock:
         import fcntl
@@ -187,7 +195,7 @@ class StudyRunner:
         except subprocess.TimeoutExpired:
             return None
 
-    def run_phase(self, step: Step) -> None:
+    def run_phase(self, step: PhaseStep) -> None:
         run, phase = step.run, step.phase
         if run.label in self.blocked:
             self.echo(f"    skip {phase} of {run.label}: {self.blocked[run.label]}")
@@ -214,7 +222,7 @@ class StudyRunner:
             raise StudyInterrupted(f"{phase} of {run.label} was interrupted")
         self.outcome(run, phase, rc, log_path, seconds=seconds)
 
-    def run_generate_group(self, step: Step) -> None:
+    def run_generate_group(self, step: GenerateGroupStep) -> None:
         """Every run's generate phase of one generator in one process, the generator loaded
         once (per distinct settings) and unloaded at the end; outcomes per run, as orig eval's."""
         from orig_local.study.commands import generate_group_command, generate_job
@@ -269,7 +277,7 @@ class StudyRunner:
             self.failures.append(f"{run.label}/{phase}: {why}")
             self.echo(f"    {phase:<9} {run.label}: FAILED ({why}); log {log_path}:\n{_tail(log_path)}")
 
-    def copy_agent(self, step: Step) -> None:
+    def copy_agent(self, step: CopyStep) -> None:
         from orig_local.study.share import copy_agent_rows
 
         run, source = step.run, step.source
@@ -281,7 +289,7 @@ class StudyRunner:
         self.events.write("agent_copied", run=run.label, source=source.label, **counts)
         self.echo(f"    agent     {run.label}: {counts['copied']} row(s) shared from {source.label}")
 
-    def start_server(self, step: Step) -> None:
+    def start_server(self, step: ServerStep) -> None:
         self.echo(f"start {step.role} server {step.model} ...")
         server = StudyServer(self.plan, step.model, step.role, self.logs / f"server-{step.role}-{step.model}.log")
         self.events.write("server_start", role=step.role, model=step.model)
@@ -332,7 +340,7 @@ class StudyRunner:
         if not self.ids:
             raise UsageError("the plan selects no benchmark items (check data, classes, ids, limit)")
         steps = build_schedule(self.plan, study_status(self.plan, self.ids), self.retry_failed)
-        if any(step.kind == "server" for step in steps):
+        if any(isinstance(step, ServerStep) for step in steps):
             from orig_local.study.servers import preflight
 
             preflight(self.plan)
@@ -342,15 +350,15 @@ class StudyRunner:
         try:
             for step in steps:
                 self._check_interrupted()
-                if step.kind == "server":
+                if isinstance(step, ServerStep):
                     self.start_server(step)
-                elif step.kind == "stop":
+                elif isinstance(step, StopStep):
                     self.stop_server()
-                elif step.kind == "phase":
+                elif isinstance(step, PhaseStep):
                     self.run_phase(step)
-                elif step.kind == "copy":
+                elif isinstance(step, CopyStep):
                     self.copy_agent(step)
-                elif step.kind == "generate_group":
+                elif isinstance(step, GenerateGroupStep):
                     self.run_generate_group(step)
                 else:
                     self.report()

@@ -60,11 +60,11 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return (i_, n_)
 
 
-def shard_from_env(env: dict | None = None) -> tuple[int, int] | None:
+def shard_from_env(env: Mapping[str, str] | None = None) -> tuple[int, int] | None:
     """(RANK, WORLD_SIZE) when launched by ``accelerate launch`` / ``torchrun`` with >1 process."""
-    env = os.environ if env is None else env
+    where: Mapping[str, str] = os.environ if env is None else env
     try:
-        rank, world = int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1"))
+        rank, world = int(where.get("RANK", "0")), int(where.get("WORLD_SIZE", "1"))
     except ValueError:
         return None
     return (rank, world) if world > 1 else None
