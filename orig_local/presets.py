@@ -226,6 +226,7 @@ def generator_preset(config: GeneratorConfig) -> Preset:
             update["generator"] = config.backend
         return preset.model_copy(update=update) if update else preset
 
+    base: Preset | None
     if config.preset:
         base = load_preset(config.preset)  # a preset's settings for another checkpoint (a fine-tune)
     elif config.backend:
@@ -251,7 +252,7 @@ class ModelAccessError(OrigError, OSError):
     without a token, an unknown hub id or revision, or weights not cached while offline."""
 
 
-def _hub_failure(exc: BaseException, model: str, revision: str | None) -> ModelAccessError | None:
+def _hub_failure(exc: BaseException, model: str, revision: str | None) -> OrigError | None:
     try:
         from huggingface_hub import errors
     except ImportError:

@@ -20,7 +20,8 @@ class EvalConfig(StrictModel):
     # realism, aesthetics 0-2), "verified" = WISE_Verified's binary score, "statement" = this
     # project's earlier one-true/false-statement rule. `orig report --wise-score` picks one.
     wise_judge: list[Literal["wiscore", "verified", "statement"]] = Field(
-        default_factory=lambda: ["wiscore", "verified"], min_length=1)
+        default_factory=lambda: list[Literal["wiscore", "verified", "statement"]](["wiscore", "verified"]),
+        min_length=1)
     seed: int = 0  # generation seed, the same for every prompt and condition
     label: str | None = None  # run name in reports (default: the run folder's name)
     # Circuit breaker: a phase stops after this many consecutive items whose server did not

@@ -35,7 +35,7 @@ from orig_local.evaluation.gallery import GALLERY_PAGE, MEDIA_MODES, write_galle
 from orig_local.evaluation.items import CLASS_ABBREV, CONCEPTS
 from orig_local.evaluation.phases.common import naming_disk_errors
 from orig_local.evaluation.results import RunResults, load_run, retrieval_summary, stage_means
-from orig_local.evaluation.scoring import bootstrap_ci, paired_difference, table_classes, table_row
+from orig_local.evaluation.scoring import ErrorPolicy, bootstrap_ci, paired_difference, table_classes, table_row
 from orig_local.labels import SIMULATED, TINY
 
 STAGE_ORDER = ["bootstrap", "planning", "retrieval", "accumulation", "sufficiency", "refinement",
@@ -375,7 +375,7 @@ def provenance_block(run: RunResults) -> str:
     for title, keys in PROVENANCE_FIELDS:
         value = next((v for v in (_lookup(prov, k) for k in keys) if v not in (None, "")), None)
         lines.append(f"- {title}: {_fmt(value)}")
-    models = prov.get("models") if isinstance(prov.get("models"), dict) else {}
+    models = found if isinstance(found := prov.get("models"), dict) else {}
     for role in ("backbone", "generator", "judge", "embedder"):
         m = models.get(role)
         preset_name = run.meta.get(role) if role != "embedder" else None
@@ -513,7 +513,7 @@ def _save_figure(fig, ax, path: Path) -> Path:
 
 def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, *, judge_name: str | None = None,
                  baseline: str | Path | None = None, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                 errors: str = "exclude", gallery: bool = True, allow_mixed_judges: bool = False,
+                 errors: ErrorPolicy = "exclude", gallery: bool = True, allow_mixed_judges: bool = False,
                  data: str | Path | None = None, benchmark: str | None = None,
                  ids: Sequence[str] | None = None, classes: Sequence[str] | None = None,
                  media_mode: str = "copy", page_size: int = GALLERY_PAGE) -> dict[str, Path]:
@@ -657,7 +657,7 @@ class _RunLoader:
     runs use it, the ``ids``/``classes`` selection applied per run (checked over all runs by
     :meth:`check_selection`), and, with ``compact``, each run's rows dropped once scored."""
 
-    def __init__(self, errors: str, data, benchmark, ids, classes, compact: bool):
+    def __init__(self, errors: ErrorPolicy, data, benchmark, ids, classes, compact: bool):
         from orig_local.evaluation.selection import normalize
 
         self.errors, self.data, self.benchmark, self.compact = errors, data, benchmark, compact

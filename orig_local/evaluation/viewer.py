@@ -76,7 +76,8 @@ def collect(run_dirs: Sequence[str | Path], out_dir: Path, *, judge_name: str | 
     """The page's data: runs, and items with one cell per run (missing cells: not in that run)."""
     from orig_local.evaluation.results import read_run_meta, run_stand_in_labels
 
-    runs, items = [], {}
+    runs: list[dict[str, Any]] = []
+    items: dict[str, dict[str, Any]] = {}
     for n, d in enumerate(run_dirs):
         run_dir = check_run_dir(d)
         meta = read_run_meta(run_dir)

@@ -83,8 +83,8 @@ def item_value(row: dict, score: str) -> float | None:
             return None  # missing, out of the 0-2 scale, or not a number ("2", true): not a grade
         return wiscore(answer["consistency"], answer["realism"], answer["aesthetic_quality"])
     if score == "verified":
-        score = answer.get("score") if isinstance(answer, dict) else None
-        return float(score) if type(score) is int and score in (0, 1) else None  # true/"1" are not scores
+        given = answer.get("score") if isinstance(answer, dict) else None
+        return float(given) if type(given) is int and given in (0, 1) else None  # true/"1" are not scores
     return None if v.get("correct") is None else float(bool(v["correct"]))
 
 

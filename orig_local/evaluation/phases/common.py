@@ -10,12 +10,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orig_local.errors import UsageError
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.jsonl_store import DISK_ERRNOS, DiskWriteError, JsonlStore
 from orig_local.evaluation.rundir import phase_file
+
+if TYPE_CHECKING:
+    from orig_local.evaluation.phases.loop import PhaseSummary
 
 log = logging.getLogger(__name__)
 
@@ -171,19 +174,19 @@ async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def summary_line(summary: Mapping[str, Any]) -> str:
+def summary_line(summary: PhaseSummary) -> str:
     """One readable line for a phase summary (``orig eval`` prints it; ``--json`` prints the dict):
     ``judge: ran 3 (ok 2, degraded 0, failed 1), skipped 5, waiting 0 in 12.3 s -> judge.jsonl``."""
     s = summary
-    parts = f"{s['phase']}: ran {s['ran']} (ok {s['ok']}, degraded {s['degraded']}, failed {s['failed']})"
-    if s.get("skipped"):
-        earlier = ", ".join(f"{k} {v}" for k, v in sorted((s.get("earlier") or {}).items()))
-        parts += f", skipped {s['skipped']} already done" + (f" ({earlier})" if earlier else "")
-    if s.get("waiting"):
-        parts += f", {s['waiting']} waiting for the previous phase"
-    parts += f" in {float(s.get('seconds') or 0):.1f} s"
-    if s.get("file"):
-        parts += f" -> {s['file']}"
-    if s.get("stopped"):
-        parts += f"; STOPPED: {s['stopped']}"
+    parts = f"{s.phase}: ran {s.ran} (ok {s.ok}, degraded {s.degraded}, failed {s.failed})"
+    if s.skipped:
+        earlier = ", ".join(f"{k} {v}" for k, v in sorted(s.earlier.items()))
+        parts += f", skipped {s.skipped} already done" + (f" ({earlier})" if earlier else "")
+    if s.waiting:
+        parts += f", {s.waiting} waiting for the previous phase"
+    parts += f" in {s.seconds:.1f} s"
+    if s.file:
+        parts += f" -> {s.file}"
+    if s.stopped:
+        parts += f"; STOPPED: {s.stopped}"
     return parts
