@@ -19,17 +19,29 @@ import json
 import logging
 import math
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from orig_local.errors import DataError
-from orig_local.evaluation.jsonl_store import read_rows
+from orig_local.evaluation.rows import (
+    ROW_MODELS,
+    AgentRow,
+    GenerateRow,
+    JudgeRow,
+    PhaseRow,
+    RetrievalRow,
+    RowFormatError,
+    parse_row,
+)
 from orig_local.evaluation.rundir import check_run_dir, phase_file, run_label, shard_files
 from orig_local.evaluation.scoring import ErrorPolicy, PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "degraded", "failed")
+PhaseRowT = TypeVar("PhaseRowT", bound=PhaseRow)
 
 
 @dataclass
@@ -51,10 +63,10 @@ class RunResults:
     meta: dict
     judge_name: str | None
     prompts: list[PromptScore]  # judged prompts with at least one scored question
-    judge_rows: dict[str, dict]
-    agent_rows: dict[str, dict]
-    gen_rows: dict[str, dict]
-    retrieval_rows: dict[str, dict]
+    judge_rows: dict[str, JudgeRow]
+    agent_rows: dict[str, AgentRow]
+    gen_rows: dict[str, GenerateRow]
+    retrieval_rows: dict[str, RetrievalRow]
     counts: dict[str, int] = field(default_factory=dict)
     status: dict[str, dict[str, int]] = field(default_factory=dict)  # phase -> ok/degraded/failed
     stop_reasons: dict[str, int] = field(default_factory=dict)
@@ -87,9 +99,8 @@ class RunResults:
         if "retrieval_accuracy" in self.derived:
             return self.derived["retrieval_accuracy"]
         failed = {rid for rid, r in self.agent_rows.items() if row_status(r, "agent") == "failed"}
-        return mean_ignoring_nan(r["accuracy"] for rid, r in self.retrieval_rows.items()
-                                 if isinstance(r.get("accuracy"), (int, float)) and not isinstance(r["accuracy"], bool)
-                                 and not r.get("_duplicate") and rid not in failed)
+        return mean_ignoring_nan(r.accuracy for rid, r in self.retrieval_rows.items()
+                                 if r.accuracy is not None and not r.duplicate and rid not in failed)
 
     @property
     def scores(self) -> dict[str, float]:
@@ -126,11 +137,13 @@ def read_run_meta(run_dir: str | Path) -> dict:
 
 
 def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
-                  warnings: list[str] | None = None) -> list[dict]:
-    """Every row of a phase, main file then shard files, duplicates kept (the caller counts
-    them). Lines that cannot be read are counted into ``warnings``."""
+                  warnings: list[str] | None = None, issues: list[DataIssue] | None = None) -> list[PhaseRow]:
+    """Every row of a phase as its typed record (:mod:`~orig_local.evaluation.rows`), main file
+    then shard files, duplicates kept (the caller counts them). Streamed line by line: a file is
+    never held whole. Lines that cannot be read are counted into ``warnings``; a row whose fields
+    do not fit its record is a data error in ``issues`` naming the file and line."""
     main = phase_file(run_dir, phase, judge_name)
-    rows: list[dict] = []
+    rows: list[PhaseRow] = []
     for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
         if not path.is_file():
             if path.is_symlink() or path.exists():  # a directory or a dangling link: never "no rows"
@@ -138,68 +151,78 @@ def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
                 raise DataError(f"{path} is {what}; its rows cannot be read",
                                 hint="restore the file, or move it away if the phase never ran")
             continue
-        got = _read_rows_capturing(path, warnings)
-        lines = sum(1 for ln in path.read_bytes().split(b"\n") if ln.strip())
-        bad = [r for r in got if not isinstance(r, dict)]
-        got = [r for r in got if isinstance(r, dict)]
-        if warnings is not None and (lines > len(got) or bad):
-            warnings.append(f"{path.name}: {lines - len(got)} of {lines} line(s) could not be read "
-                            "(corrupt or torn); their items are not in this report")
-        rows += got
+        rows += _read_file(path, phase, warnings, issues)
     return rows
 
 
-def _read_rows_capturing(path: Path, warnings: list[str] | None) -> list:
-    """``store.read_rows``, with any warning it logs (e.g. corrupt-line counts) kept for the report."""
-    store_log = logging.getLogger("orig_local.evaluation.jsonl_store")
-    captured: list[str] = []
+def _read_file(path: Path, phase: str, warnings: list[str] | None, issues: list[DataIssue] | None) -> list[PhaseRow]:
+    """One phase file's rows; what :func:`~orig_local.evaluation.jsonl_store.read_rows` skips
+    (corrupt lines; a torn last line silently) is skipped and said the same way."""
+    from orig_local.evaluation.jsonl_store import corrupt_path, iter_lines, parse_line
 
-    class _Keep(logging.Handler):
-        def emit(self, record):
-            if record.levelno >= logging.WARNING:
-                captured.append(record.getMessage())
+    model = ROW_MODELS[phase]
+    rows: list[PhaseRow] = []
+    corrupt: list[int] = []
+    lines = read = 0
+    for number, line, complete in iter_lines(path):
+        if not line.strip():
+            continue
+        lines += 1
+        raw = parse_line(line)
+        if raw is None:
+            if complete:  # a torn last line is a run in progress or killed: not corrupt
+                corrupt.append(number)
+            continue
+        read += 1
+        try:
+            rows.append(parse_row(model, raw, path, number))
+        except RowFormatError as exc:
+            if issues is not None:
+                item = raw.get("id") if isinstance(raw.get("id"), str) else None
+                issues.append(DataIssue(phase, item, f"{exc}; the row is not scored"))
+    if corrupt:
+        message = (f"{path}: {len(corrupt)} corrupt line(s) skipped (line {', '.join(map(str, corrupt[:5]))}); "
+                   f"{read} valid row(s) read. Resuming the run moves them to {corrupt_path(path).name}")
+        log.warning("%s", message)
+        if warnings is not None:
+            warnings.append(message)
+    if warnings is not None and lines > read:
+        warnings.append(f"{path.name}: {lines - read} of {lines} line(s) could not be read "
+                        "(corrupt or torn); their items are not in this report")
+    return rows
 
-    handler = _Keep()
-    store_log.addHandler(handler)
-    try:
-        rows = read_rows(path)
-    finally:
-        store_log.removeHandler(handler)
-    if warnings is not None:
-        warnings += captured
-    return list(rows)
 
-
-def _by_id(rows: list[dict], phase: str, issues: list[DataIssue]) -> dict[str, dict]:
-    """id -> row; rows without an id and ids given more than once are data errors (and left
-    out: which of two rows is right cannot be decided here)."""
-    counts = Counter(r.get("id") for r in rows)
-    out: dict[str, dict] = {}
+def _by_id(rows: list[PhaseRowT], phase: str, issues: list[DataIssue]) -> dict[str, PhaseRowT]:
+    """id -> row; ids given more than once are data errors (and left out of the scores: which
+    of two rows is right cannot be decided here; the first is kept, marked duplicate)."""
+    counts = Counter(r.id for r in rows)
+    out: dict[str, PhaseRowT] = {}
     for row in rows:
-        rid = row.get("id")
-        if not isinstance(rid, str) or not rid:
+        rid = row.id
+        if not rid:
             issues.append(DataIssue(phase, None, "row without an id"))
         elif counts[rid] > 1:
             if rid not in out:
                 issues.append(DataIssue(phase, rid, f"{counts[rid]} rows for this item (duplicate rows are "
                                                     "not resolved: remove the wrong one, or rerun it)"))
-                out[rid] = {**row, "_duplicate": counts[rid]}
+                row._duplicate = counts[rid]
+                out[rid] = row
         else:
             out[rid] = row
     return out
 
 
-def row_status(row: dict, phase: str = "") -> str:
+def row_status(row: PhaseRow, phase: str = "") -> str:
     """ok / degraded / failed: the row's ``status``, or - for rows written before it existed -
     failed when the row has an ``error`` (or the agent stopped with ``error``)."""
-    status = row.get("status")
+    status = row.status
     if status in STATUSES:
         return status
     if status is not None:  # "weird", "FAILED": never counted as ok (load_run reports it as a data error)
         return "failed"
-    if row.get("error"):
+    if row.error:
         return "failed"
-    if phase == "agent" and row.get("stop_reason") == "error":
+    if phase == "agent" and isinstance(row, AgentRow) and row.stop_reason == "error":
         return "failed"
     return "ok"
 
@@ -290,48 +313,50 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPo
         name = normalize_class(str(category or ""))
         return name if name in FIGEVAL_CLASSES else str(category or "")
 
-    phases = {}
-    for phase in ("agent", "generate", "judge", "retrieval"):
+    def rows(phase: str, model: type[PhaseRowT]) -> dict[str, PhaseRowT]:
         name = judge_name if phase in ("judge", "retrieval") else None
-        phases[phase] = _by_id(read_all_rows(run_dir, phase, name, warnings), phase, issues)
-    agent_rows, gen_rows, judge_rows, retrieval_rows = (phases[p] for p in ("agent", "generate", "judge", "retrieval"))
+        read = read_all_rows(run_dir, phase, name, warnings, issues)
+        return _by_id([r for r in read if isinstance(r, model)], phase, issues)
+
+    agent_rows, gen_rows = rows("agent", AgentRow), rows("generate", GenerateRow)
+    judge_rows, retrieval_rows = rows("judge", JudgeRow), rows("retrieval", RetrievalRow)
 
     prompts: list[PromptScore] = []
     question_errors = item_errors = missing = items_with_q_errors = failed_upstream = 0
     judge_of: dict[str, str] = {}  # item -> its judge status (selections recount from it)
     judges: list[str] = []
     for rid, row in judge_rows.items():
-        if row.get("judge") and str(row["judge"]) not in judges:
-            judges.append(str(row["judge"]))
-        if row.get("_duplicate"):
+        if row.judge and row.judge not in judges:
+            judges.append(row.judge)
+        if row.duplicate:
             continue  # a data error (counted there), not a judge failure
-        if row.get("status") is not None and row["status"] not in STATUSES:
-            issues.append(DataIssue("judge", rid, f"unknown status {row['status']!r} (expected one of "
+        if row.status is not None and row.status not in STATUSES:
+            issues.append(DataIssue("judge", rid, f"unknown status {row.status!r} (expected one of "
                                                   f"{', '.join(STATUSES)}); the row is not scored"))
             continue
         item = items.get(rid) if items is not None else None
         if items is not None and item is None:
             issues.append(DataIssue("judge", rid, "id is not in the benchmark (rejected)"))
             continue
-        category = norm(item.category if item is not None else row.get("category"))
-        if item is not None and row.get("category") and norm(row["category"]) != category:
-            issues.append(DataIssue("judge", rid, f"class {row['category']!r} differs from the benchmark's "
+        category = norm(item.category if item is not None else row.category)
+        if item is not None and row.category and norm(row.category) != category:
+            issues.append(DataIssue("judge", rid, f"class {row.category!r} differs from the benchmark's "
                                                   f"{item.category!r}"))
             continue
-        upstream = [ph for ph, rows in (("agent", agent_rows), ("generate", gen_rows))
-                    if rid in rows and row_status(rows[rid], ph) == "failed"]
+        upstream = [ph for ph, before in (("agent", agent_rows.get(rid)), ("generate", gen_rows.get(rid)))
+                    if before is not None and row_status(before, ph) == "failed"]
         if upstream:  # judged, but not what the condition specifies (e.g. the raw-prompt fallback)
             failed_upstream += 1
             judge_of[rid] = "failed"
             continue
         row_state = row_status(row, "judge")
-        if row_state == "failed" and not row.get("verdicts"):  # the item could not be judged at all
+        if row_state == "failed" and not row.verdicts:  # the item could not be judged at all
             item_errors += 1
             judge_of[rid] = "failed"
             continue
         questions = [(q.id, q.concept) for q in item.questions] if item is not None else None
         graded = [q.id for q in item.questions if q.rubric == "wise_wiscore"] if item is not None else None
-        check = check_verdicts(row.get("verdicts", []), questions, graded)
+        check = check_verdicts(row.verdicts, questions, graded)
         missing += len(check.missing)
         if not check.ok:
             for problem in check.problems:
@@ -358,7 +383,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPo
     }
     if retrieval_rows:
         status["retrieval"] = _status_counts(retrieval_rows, "retrieval")
-    stop_reasons = Counter(str(r.get("stop_reason")) for r in agent_rows.values() if r.get("stop_reason"))
+    stop_reasons = Counter(r.stop_reason for r in agent_rows.values() if r.stop_reason)
     revision = _judge_revision(meta)
     # The judge's identity: the model name on its rows (run.json's judge for older rows), plus
     # the revision when provenance recorded it. Runs without verdicts have none.
@@ -379,26 +404,32 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPo
         warnings.append(f"{judge_file.name}: rows from {len(judges)} different judges ({', '.join(judges)})")
     counts = {
         "agent_rows": len(agent_rows), "agent_errors": status["agent"]["failed"],
-        "images": sum(bool(r.get("image")) for r in gen_rows.values()),
+        "images": sum(bool(r.image) for r in gen_rows.values()),
         "generate_errors": status["generate"]["failed"],
         "judged_prompts": len(prompts), "judge_item_errors": item_errors,
         "judge_question_errors": question_errors, "judge_items_with_question_errors": items_with_q_errors,
-        "questions": sum(len(r.get("verdicts") or []) for r in judge_rows.values() if isinstance(r.get("verdicts"), list)),
+        "questions": sum(len(r.verdicts) for r in judge_rows.values() if isinstance(r.verdicts, list)),
         "missing_verdicts": missing, "data_errors": len(issues), "not_scored_failed_upstream": failed_upstream,
         "data_error_items": len({(i.phase, i.item) for i in issues}),
         "not_judged": len(not_judged) if judge_rows else 0,
     }
     result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, prompts,
                         judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
-                        issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_rows),
+                        issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_notes(agent_rows)),
                         benchmark_checked=items is not None)
     result.judge_status_of = judge_of
     return result
 
 
-def _status_counts(rows: dict[str, dict], phase: str) -> dict[str, int]:
+def agent_notes(agent_rows: Mapping[str, AgentRow]) -> Iterator[str]:
+    """The labels and notes the agent rows recorded."""
+    for row in agent_rows.values():
+        yield from (row.labels or []) + (row.notes or [])
+
+
+def _status_counts(rows: Mapping[str, PhaseRow], phase: str) -> dict[str, int]:
     """ok/degraded/failed over a phase's rows (duplicated ids are data errors, not counted)."""
-    c = Counter(row_status(r, phase) for r in rows.values() if not r.get("_duplicate"))
+    c = Counter(row_status(r, phase) for r in rows.values() if not r.duplicate)
     return {s: c.get(s, 0) for s in STATUSES}
 
 
@@ -410,9 +441,9 @@ def _judge_revision(meta: dict) -> str | None:
     return str(rev) if rev else None
 
 
-def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] | None = None) -> list[str]:
+def run_stand_in_labels(run_dir: Path, meta: dict, recorded: Iterable[str] = ()) -> list[str]:
     """Stand-in labels of a run: from its config.yaml (the backbone only when the condition
-    uses one), and from any trace that recorded labels."""
+    uses one), and ``recorded``: the labels and notes its agent rows hold."""
     from orig_local.labels import config_labels
 
     labels: list[str] = []
@@ -446,10 +477,9 @@ def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] |
                 role == "backbone" and info.get("backend") in STAND_IN_BACKENDS):
             labels.append(TINY)
 
-    for row in (agent_rows or {}).values():  # labels the agent recorded in its notes
-        for note in (row.get("labels") or []) + (row.get("notes") or []):
-            if note in (SIMULATED, TINY) and note not in labels:
-                labels.append(note)
+    for note in recorded:  # labels the agent recorded in its notes
+        if note in (SIMULATED, TINY) and note not in labels:
+            labels.append(note)
 
     return _ordered(labels)
 
@@ -461,10 +491,10 @@ def stage_means(run: RunResults) -> dict[str, dict[str, float]]:
     """Per-stage totals averaged over prompts whose agent phase succeeded (cost tables)."""
     if "stage_means" in run.derived:
         return run.derived["stage_means"]
-    rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed" and r.get("stages") is not None]
+    rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed" and r.stages is not None]
     out: dict[str, dict[str, float]] = {}
     for r in rows:
-        for stage, totals in (r.get("stages") or {}).items():
+        for stage, totals in (r.stages or {}).items():
             slot = out.setdefault(stage, {})
             for key, value in totals.items():
                 if isinstance(value, (int, float)):
@@ -494,10 +524,10 @@ def _retrieval_numbers(run: RunResults) -> dict[str, float]:
     total = lambda key: sum(d.get(key, 0.0) for d in means.values()) if means else math.nan  # noqa: E731
     ext = means.get("extension", {})
     return {
-        "iterations": avg(r.get("iterations") for r in rows),
+        "iterations": avg(r.iterations for r in rows),
         "retrieval_acc": run.retrieval_accuracy,
-        "prompt_words": avg(r.get("final_prompt_words") for r in rows),
-        "references": avg(len(r.get("references") or []) for r in rows),
+        "prompt_words": avg(r.final_prompt_words for r in rows),
+        "references": avg(len(r.references or []) for r in rows),
         "text_searches": total("searches_text"),
         "image_searches": total("searches_image"),
         "extension_in_tokens": ext.get("prompt_tokens", math.nan),
