@@ -76,8 +76,8 @@ def read_labels(path: str | Path) -> tuple[dict[tuple[str, str], bool], int]:
 
 def judge_answers(run_dir: str | Path, judge_name: str | None = None) -> tuple[dict, dict, dict]:
     """((id, qid) -> judge answer bool, (id, qid) -> expected answer, id -> class)."""
-    from orig_local.evaluation.results import _by_id, read_all_rows
     from orig_local.evaluation.rows import JudgeRow
+    from orig_local.evaluation.run_rows import _by_id, read_all_rows
 
     answers, expected, classes = {}, {}, {}
     # an id with several rows (main + shard files) is left out: which one the human labelled

@@ -28,7 +28,7 @@ class _RunLoader:
         self.labels: dict[int, str] = {}  # id(run) -> label suffix
 
     def _items(self, d, name: str | None):
-        from orig_local.evaluation.results import load_benchmark_items, loader_options, read_run_meta
+        from orig_local.evaluation.run_rows import load_benchmark_items, loader_options, read_run_meta
         from orig_local.evaluation.rundir import data_path
 
         meta = read_run_meta(d) if Path(d).is_dir() else {}
@@ -94,7 +94,7 @@ def _restrict_run(r: RunResults, ids, wanted_classes, known: dict[str, str]) -> 
     classes it holds are added to ``known``."""
     from collections import Counter
 
-    from orig_local.evaluation.results import _status_counts
+    from orig_local.evaluation.run_rows import _status_counts
     from orig_local.evaluation.selection import normalize
 
     _known(r, known)

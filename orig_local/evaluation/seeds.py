@@ -143,7 +143,7 @@ def write_seed_summary(label: str, seed_runs: Sequence[Any], out: Path, *, n_boo
                        seed: int) -> str:
     """seeds.md / seeds.json for one multi-seed run (``seed_runs``: RunResults, one per seed)."""
     from orig_local.evaluation.items import CLASS_ABBREV
-    from orig_local.evaluation.report import _md, _pct, columns_for
+    from orig_local.evaluation.report_format import _md, _pct, columns_for
 
     classes = columns_for(seed_runs)
     table = seed_table([r.prompts for r in seed_runs], classes, n_boot=n_boot, ci=ci, seed=seed)

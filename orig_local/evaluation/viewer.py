@@ -74,7 +74,7 @@ def _cell(run_dir: Path, rid: str, agent: dict, gen: dict, judge: dict, side: in
 def collect(run_dirs: Sequence[str | Path], out_dir: Path, *, judge_name: str | None = None,
             thumb: int = 320) -> dict[str, Any]:
     """The page's data: runs, and items with one cell per run (missing cells: not in that run)."""
-    from orig_local.evaluation.results import read_run_meta, run_stand_in_labels
+    from orig_local.evaluation.run_rows import read_run_meta, run_stand_in_labels
 
     runs: list[dict[str, Any]] = []
     items: dict[str, dict[str, Any]] = {}

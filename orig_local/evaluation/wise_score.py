@@ -247,7 +247,7 @@ def _select(rows: list[JudgeRow], ids: Sequence[str] | None, classes: Sequence[s
 def _judge_rows(run_dir: Path, judge_name: str | None) -> list[JudgeRow]:
     """One row per id over the main and shard files; an id with several rows is kept once,
     marked duplicate (counted as an error, never "first row wins")."""
-    from orig_local.evaluation.results import _by_id, read_all_rows
+    from orig_local.evaluation.run_rows import _by_id, read_all_rows
 
     rows = [r for r in read_all_rows(run_dir, "judge", judge_name) if isinstance(r, JudgeRow)]
     return list(_by_id(rows, "judge", []).values())
