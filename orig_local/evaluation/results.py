@@ -151,14 +151,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPo
     for rid, row in judge_rows.items():
         tally.score(rid, row)
 
-    judge_status = Counter(tally.judge_of.values())
-    status = {
-        "agent": _status_counts(agent_rows, "agent"),
-        "generate": _status_counts(gen_rows, "generate"),
-        "judge": {s: judge_status.get(s, 0) for s in STATUSES},
-    }
-    if retrieval_rows:
-        status["retrieval"] = _status_counts(retrieval_rows, "retrieval")
+    status = _phase_status(agent_rows, gen_rows, retrieval_rows, tally.judge_of)
     stop_reasons = Counter(r.stop_reason for r in agent_rows.values() if r.stop_reason)
     revision = _judge_revision(meta)
     # The judge's identity: the model name on its rows (run.json's judge for older rows), plus
@@ -171,7 +164,34 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPo
     if not judge_rows:
         warnings.insert(0, f"never judged: no {judge_file.name} rows, so no accuracy (run `orig eval --phase judge "
                            f"--out {run_dir}`{' --judge-name ' + judge_name if judge_name else ''})")
-    counts = {
+    counts = _counts(agent_rows, gen_rows, judge_rows, status, tally, issues)
+    counts["not_judged"] = len(not_judged) if judge_rows else 0
+    result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, tally.prompts,
+                        judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
+                        issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_notes(agent_rows)),
+                        benchmark_checked=items is not None)
+    result.judge_status_of = tally.judge_of
+    return result
+
+
+def _phase_status(agent_rows: Mapping[str, AgentRow], gen_rows: Mapping[str, GenerateRow],
+                  retrieval_rows: Mapping[str, RetrievalRow], judge_of: dict[str, str]) -> dict[str, dict[str, int]]:
+    """phase -> ok/degraded/failed counts (the judge's from the scoring, not the rows' own)."""
+    judge_status = Counter(judge_of.values())
+    status = {
+        "agent": _status_counts(agent_rows, "agent"),
+        "generate": _status_counts(gen_rows, "generate"),
+        "judge": {s: judge_status.get(s, 0) for s in STATUSES},
+    }
+    if retrieval_rows:
+        status["retrieval"] = _status_counts(retrieval_rows, "retrieval")
+    return status
+
+
+def _counts(agent_rows: Mapping[str, AgentRow], gen_rows: Mapping[str, GenerateRow],
+            judge_rows: Mapping[str, JudgeRow], status: dict[str, dict[str, int]], tally: _JudgeTally,
+            issues: list[DataIssue]) -> dict[str, int]:
+    return {
         "agent_rows": len(agent_rows), "agent_errors": status["agent"]["failed"],
         "images": sum(bool(r.image) for r in gen_rows.values()),
         "generate_errors": status["generate"]["failed"],
@@ -182,14 +202,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPo
         "missing_verdicts": tally.missing, "data_errors": len(issues),
         "not_scored_failed_upstream": tally.failed_upstream,
         "data_error_items": len({(i.phase, i.item) for i in issues}),
-        "not_judged": len(not_judged) if judge_rows else 0,
     }
-    result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, tally.prompts,
-                        judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
-                        issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_notes(agent_rows)),
-                        benchmark_checked=items is not None)
-    result.judge_status_of = tally.judge_of
-    return result
 
 
 def _not_judged(agent_rows: Mapping[str, AgentRow], gen_rows: Mapping[str, GenerateRow],
