@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   -- venv + install + tiny models + the main job, offline
 #   make test   -- venv + install .[dev] + the test suite (slow/gpu tests excluded)
-#   make lint   -- ruff (style, bugs, zip without strict=) + mypy on the typed core (CI runs it first)
+#   make lint   -- ruff (style, bugs, zip without strict=) + mypy on the whole package (CI runs it first)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python

@@ -226,6 +226,7 @@ def generator_preset(config: GeneratorConfig) -> Preset:
             update["generator"] = config.backend
         return preset.model_copy(update=update) if update else preset
 
+    base: Preset | None
     if config.preset:
         base = load_preset(config.preset)  # a preset's settings for another checkpoint (a fine-tune)
     elif config.backend:

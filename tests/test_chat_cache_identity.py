@@ -92,4 +92,4 @@ def test_the_run_says_how_many_replies_came_from_the_cache(tmp_path):
     finally:
         server.stop()
     assert [(s["replies"], s["from_cache"]) for s in summaries] == [(6, 0), (6, 6)]
-    json.dumps(summaries[1])  # as run.json records it
+    json.dumps(summaries[1].to_dict())  # as run.json records it

@@ -34,6 +34,9 @@ INTERNAL = {
     ("evaluation/judge.py", "strict_json"): "an unparseable judge reply: that question's error, on its verdict",
     ("evaluation/preflight.py", "served_models"): "caught by the preflight, which reports a PreflightError",
     ("evaluation/jsonl_store.py", "append"): "the phase loop never appends an id twice: a bug",
+    ("evaluation/phases/loop.py", "__getitem__"): "summary[key] for a key PhaseSummary does not declare: "
+                                                  "a caller's typo, as a dict's KeyError",
+    ("study/servers.py", "_started"): "a server's URL asked for before start(): a bug in the runner",
     ("agent/stages/base.py", "knowledge_image"): "a stage asked for an id the knowledge base never issued: a bug",
     ("agent/agent.py", "__init__"): "library misuse (the CLI always builds a retriever for such conditions)",
     ("agent/agent.py", "_load_oracle"): "library misuse (the CLI always loads oracle evidence for oracle)",

@@ -216,7 +216,10 @@ def test_the_report_says_which_rule_scored_the_run(tmp_path):
     from types import SimpleNamespace
 
     from orig_local.evaluation.report import choice_rule_note
+    from orig_local.evaluation.rows import JudgeRow
 
-    run = SimpleNamespace(label="r", judge_rows={"x": {"verdicts": [{"qid": "q1", "rule": "first_character"}]}})
+    row = JudgeRow(id="x", verdicts=[{"qid": "q1", "rule": "first_character"}])
+    run = SimpleNamespace(label="r", judge_rows={"x": row})
     assert "official I-HallA rule" in choice_rule_note([run])
-    assert choice_rule_note([SimpleNamespace(label="f", judge_rows={"x": {"verdicts": [{"qid": "q1"}]}})]) == ""
+    plain = JudgeRow(id="x", verdicts=[{"qid": "q1"}])
+    assert choice_rule_note([SimpleNamespace(label="f", judge_rows={"x": plain})]) == ""

@@ -291,11 +291,13 @@ def test_item_whose_every_question_errored_is_failed_not_scored(tmp_path, bench)
 
 
 def test_row_status_from_new_and_old_rows():
-    assert row_status({"status": "degraded", "error": None}) == "degraded"
-    assert row_status({"status": "failed", "error": "x"}) == "failed"
-    assert row_status({"error": "ConnectError"}) == "failed"
-    assert row_status({"error": None, "stop_reason": "error"}, "agent") == "failed"
-    assert row_status({"error": None, "stop_reason": "sufficient"}, "agent") == "ok"
+    from orig_local.evaluation.rows import AgentRow, JudgeRow
+
+    assert row_status(JudgeRow(id="a", status="degraded", error=None)) == "degraded"
+    assert row_status(JudgeRow(id="a", status="failed", error="x")) == "failed"
+    assert row_status(JudgeRow(id="a", error="ConnectError")) == "failed"
+    assert row_status(AgentRow(id="a", error=None, stop_reason="error"), "agent") == "failed"
+    assert row_status(AgentRow(id="a", error=None, stop_reason="sufficient"), "agent") == "ok"
 
 
 def test_runs_with_different_judges_are_not_compared_without_the_flag(tmp_path, bench, capsys):
@@ -488,7 +490,7 @@ def test_math_sanity_all_matches_expected(tmp_path, bench, capsys):
 
 
 def test_classes_figure_says_no_data_instead_of_a_zero_bar(tmp_path, bench, monkeypatch):
-    import orig_local.evaluation.report as report
+    import orig_local.evaluation.report_figures as report
 
     good = load_run(_run(tmp_path, bench, "good"))
     empty = load_run(_run(tmp_path, bench, "empty"))

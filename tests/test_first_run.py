@@ -86,8 +86,7 @@ def test_preset_typo_suggests_the_close_name():
 
 
 def test_eval_prints_each_phase_summary_as_a_readable_line():
-    from orig_local.evaluation.phases.common import summary_line
-    from orig_local.evaluation.phases.loop import PhaseSummary
+    from orig_local.evaluation.phases.loop import PhaseSummary, summary_line
 
     s = PhaseSummary("judge", ran=3, ok=2, failed=1, skipped=5, earlier={"ok": 5}, seconds=12.34,
                      file="runs/x/judge.jsonl")

@@ -100,6 +100,7 @@ def test_a_request_with_data_its_stage_does_not_declare_is_refused():
 
 def test_an_old_trace_naming_retrieval_loads_and_is_reported_as_search(tmp_path):
     from orig_local.evaluation.results import RunResults, stage_means
+    from orig_local.evaluation.rows import AgentRow
 
     old = {"labels": [], "records": [
         {"stage": "retrieval", "step": "search_text", "searches_text": 1, "latency_s": 0.5},
@@ -114,8 +115,9 @@ def test_an_old_trace_naming_retrieval_loads_and_is_reported_as_search(tmp_path)
     # agent rows written before the rename: their per-stage totals are reported under "search"
     run = RunResults(dir=tmp_path, label="old", meta={}, judge_name=None, prompts=[], judge_rows={}, gen_rows={},
                      retrieval_rows={}, agent_rows={
-        "a": {"status": "ok", "stages": {"retrieval": {"calls": 1, "prompt_tokens": 600}, "planning": {"calls": 1}}},
-        "b": {"status": "ok", "stages": {"search": {"calls": 3, "prompt_tokens": 200}}}})
+        "a": AgentRow.model_validate({"id": "a", "status": "ok", "stages": {
+            "retrieval": {"calls": 1, "prompt_tokens": 600}, "planning": {"calls": 1}}}),
+        "b": AgentRow.model_validate({"id": "b", "status": "ok", "stages": {"search": {"calls": 3, "prompt_tokens": 200}}})})
     means = stage_means(run)
     assert "retrieval" not in means and means["search"] == {"calls": 2.0, "prompt_tokens": 400.0}
 

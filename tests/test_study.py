@@ -11,7 +11,17 @@ import yaml
 from orig_local.configbase import ConfigError
 from orig_local.study.commands import eval_command
 from orig_local.study.plan import load_plan, parse_plan
-from orig_local.study.schedule import build_schedule, model_loads, render_schedule
+from orig_local.study.schedule import (
+    CopyStep,
+    GenerateGroupStep,
+    PhaseStep,
+    ReportStep,
+    ServerStep,
+    StopStep,
+    build_schedule,
+    model_loads,
+    render_schedule,
+)
 from orig_local.study.share import agent_sources, copy_agent_rows
 from orig_local.study.status import PhaseCounts, row_state, status_table, study_status
 
@@ -37,9 +47,9 @@ def _generate_runs(steps) -> list[str]:
     """Labels of the runs whose generate phase the schedule runs (grouped or per run)."""
     out = []
     for s in steps:
-        if s.kind == "generate_group":
+        if isinstance(s, GenerateGroupStep):
             out += [sub.run.label for sub in s.group]
-        elif s.kind == "phase" and s.phase == "generate":
+        elif isinstance(s, PhaseStep) and s.phase == "generate":
             out.append(s.run.label)
     return out
 
@@ -115,9 +125,9 @@ def test_load_plan_checks_presets_and_gpus(tmp_path):
 def test_shipped_plans_load_and_schedule(name):
     plan = load_plan(REPO / "studies" / f"{name}.yaml")
     steps = build_schedule(plan, _pending(plan, 5))
-    servers = [(s.role, s.model) for s in steps if s.kind == "server"]
+    servers = [(s.role, s.model) for s in steps if isinstance(s, ServerStep)]
     assert len(servers) == len(set(servers)) == len(plan.backbones()) + 1  # each model loaded once
-    assert steps[-1].kind == "report"
+    assert isinstance(steps[-1], ReportStep)
     if name == "table4":
         assert sorted(r.fixed_rounds or 0 for r in plan.runs) == [0, 1, 2, 3]
     if name == "table5":
@@ -137,30 +147,29 @@ def test_shipped_plans_load_and_schedule(name):
 def test_schedule_loads_each_model_once_in_the_right_order(tmp_path):
     plan = _plan(tmp_path)
     steps = build_schedule(plan, _pending(plan))
-    kinds = [(s.kind, s.role, s.model, s.phase) for s in steps]
     # one server per backbone, one for the judge, in that order
-    assert [(k[1], k[2]) for k in kinds if k[0] == "server"] == [
+    assert [(s.role, s.model) for s in steps if isinstance(s, ServerStep)] == [
         ("backbone", "tiny-qwen2.5-vl"), ("backbone", "tiny-judge"), ("judge", "tiny-judge")]
     # every agent phase of a backbone sits between its server's start and stop
     up = None
     for s in steps:
-        if s.kind == "server":
+        if isinstance(s, ServerStep):
             up = s.model
-        elif s.kind == "stop":
+        elif isinstance(s, StopStep):
             up = None
-        elif s.kind in ("phase", "copy") and s.phase == "agent":
+        elif isinstance(s, CopyStep) or (isinstance(s, PhaseStep) and s.phase == "agent"):
             assert up == (s.run.backbone if s.run.uses_backbone else None), s.describe()
-        elif s.kind == "phase" and s.phase == "generate":
+        elif isinstance(s, GenerateGroupStep) or (isinstance(s, PhaseStep) and s.phase == "generate"):
             assert up is None  # no server holds the GPU while generating
-        elif s.kind == "phase":
+        elif isinstance(s, PhaseStep):
             assert up == "tiny-judge"
     # generation: one process per generator, with every run of that generator, loaded once
-    groups = [s for s in steps if s.kind == "generate_group"]
+    groups = [s for s in steps if isinstance(s, GenerateGroupStep)]
     assert [g.model for g in groups] == plan.generators()
     assert sorted(sub.run.label for g in groups for sub in g.group) == sorted(r.label for r in plan.runs)
     assert all(sub.run.generator == g.model for g in groups for sub in g.group)
     # judge phases before retrieval accuracy, report last
-    phases = [s.phase for s in steps if s.kind == "phase"]
+    phases = [s.phase for s in steps if isinstance(s, PhaseStep)]
     assert phases.index("retrieval") > max(i for i, p in enumerate(phases) if p == "judge")
     loads = model_loads(plan, steps)
     assert sum(e["loads"] for e in loads.values() if e["model"] == "tiny-qwen-image") == 1
@@ -169,7 +178,7 @@ def test_schedule_loads_each_model_once_in_the_right_order(tmp_path):
     # per_run: one process per run, a generator's runs back to back, loaded once per run
     per_run = _plan(tmp_path, generation="per_run")
     steps = build_schedule(per_run, _pending(per_run))
-    gens = [s.model for s in steps if s.phase == "generate"]
+    gens = [s.run.generator for s in steps if isinstance(s, PhaseStep) and s.phase == "generate"]
     assert gens == sorted(gens, key=per_run.generators().index) and len(gens) == len(per_run.runs)
     loads = model_loads(per_run, steps)
     assert sum(e["loads"] for e in loads.values() if e["model"] == "tiny-qwen-image") == 5
@@ -179,7 +188,7 @@ def test_a_generator_override_gets_its_own_instance_next_to_its_twins(tmp_path):
     plan = _plan(tmp_path, runs=[{"label": "big", "condition": "direct", "generator": "tiny-qwen-image",
                                   "set": ["generator.steps=3"]}])
     steps = build_schedule(plan, _pending(plan))
-    group = next(s for s in steps if s.kind == "generate_group" and s.model == "tiny-qwen-image")
+    group = next(s for s in steps if isinstance(s, GenerateGroupStep) and s.model == "tiny-qwen-image")
     labels = [sub.run.label for sub in group.group]
     assert labels[0] == "big" or labels[-1] == "big"  # equal settings stay together
     loads = model_loads(plan, steps)
@@ -193,8 +202,8 @@ def test_runs_differing_only_in_generator_share_one_agent_phase(tmp_path):
                                  "generator": ["tiny-qwen-image", "qwen-image"]})
     sources = agent_sources(plan)
     steps = build_schedule(plan, _pending(plan))
-    agent_runs = [s.run.label for s in steps if s.kind == "phase" and s.phase == "agent"]
-    copies = [(s.run.label, s.source.label) for s in steps if s.kind == "copy"]
+    agent_runs = [s.run.label for s in steps if isinstance(s, PhaseStep) and s.phase == "agent"]
+    copies = [(s.run.label, s.source.label) for s in steps if isinstance(s, CopyStep)]
     assert len(agent_runs) == 1 + 2 * 2  # direct once; 2 conditions x 2 backbones
     assert len(copies) == len(plan.runs) - len(agent_runs)
     for twin, source in copies:
@@ -203,10 +212,10 @@ def test_runs_differing_only_in_generator_share_one_agent_phase(tmp_path):
         assert (a.condition, a.backbone) == (b.condition, b.backbone) and a.generator != b.generator
         assert sources[twin] == source
         # the copy comes right after the source's agent phase
-        i = [s.run.label if s.run else None for s in steps].index(source)
-        assert twin in [s.run.label for s in steps[i + 1:i + 3] if s.kind == "copy"]
+        i = [s.run.label if isinstance(s, (PhaseStep, CopyStep)) else None for s in steps].index(source)
+        assert twin in [s.run.label for s in steps[i + 1:i + 3] if isinstance(s, CopyStep)]
     unshared = _plan(tmp_path, share_agent=False)
-    assert not [s for s in build_schedule(unshared, _pending(unshared)) if s.kind == "copy"]
+    assert not [s for s in build_schedule(unshared, _pending(unshared)) if isinstance(s, CopyStep)]
 
 
 def test_agent_phases_follow_every_setting_the_agent_reads(tmp_path):
@@ -265,16 +274,16 @@ def test_finished_phases_are_skipped_and_no_server_starts_for_done_work(tmp_path
     failed_run = plan.runs[1].label
     status[failed_run]["generate"] = PhaseCounts(done=1, failed=1)
     steps = build_schedule(plan, status)
-    assert [s.role for s in steps if s.kind == "server"] == ["judge"]
+    assert [s.role for s in steps if isinstance(s, ServerStep)] == ["judge"]
     gen = _generate_runs(steps)
     assert failed_run not in gen and len(gen) == len(plan.runs) - 1
     # the judge phase still runs for it (it has an image to judge), and --retry-failed redoes it
-    assert failed_run in [s.run.label for s in steps if s.phase == "judge"]
+    assert failed_run in [s.run.label for s in steps if isinstance(s, PhaseStep) and s.phase == "judge"]
     assert failed_run in _generate_runs(build_schedule(plan, status, retry_failed=True))
     for run in plan.runs:
         for p in plan.phases(run):
             status[run.label][p] = PhaseCounts(done=2)
-    assert [s.kind for s in build_schedule(plan, status)] == ["report"]
+    assert [type(s) for s in build_schedule(plan, status)] == [ReportStep]
 
 
 # --------------------------------------------------------------------------- commands

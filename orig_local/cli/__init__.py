@@ -109,7 +109,7 @@ OUT_OF_MEMORY = ("orig: error: out of memory (select fewer runs or items with --
                  "with more memory; finished rows on disk are intact and a rerun resumes)")
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 

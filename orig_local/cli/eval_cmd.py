@@ -261,7 +261,7 @@ def run(args) -> int:
     else:
         summaries = run_phases(config, Path(args.out), items, phases, shard=shard, retry_errors=args.retry_errors,
                                retry_degraded=args.retry_degraded, data_identity=identity)
-    from orig_local.evaluation.phases.common import summary_line
+    from orig_local.evaluation.phases.loop import summary_line
 
     for s in summaries:
         print(json.dumps(s.to_dict()) if args.json else summary_line(s))

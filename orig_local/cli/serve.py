@@ -10,6 +10,7 @@ import os
 import shlex
 import signal
 import sys
+from typing import Any
 
 HELP = "serve a chat model preset with vLLM (OpenAI-compatible API)"
 
@@ -89,7 +90,7 @@ def run(args) -> int:
     preset = load_preset(args.preset) if args.preset else hub_preset(args.model)
     if preset.serve is None:
         return _fail(f"preset {preset.name!r} is not a chat model (no `serve` section)")
-    update = {}
+    update: dict[str, Any] = {}
     if args.model:
         update.update(hf_id=args.model, revision=None)
     if args.revision:
@@ -130,8 +131,10 @@ def run(args) -> int:
         print(f"ready: base_url={server.base_url} model={server.model}\n"
               f"use it with: {_usage_hint(args, preset, server)}\n"
               f"Ctrl-C stops the server.", flush=True)
-        server.process.wait()
-        print(f"orig serve: vLLM exited with code {server.process.returncode}; see {server.log_path}",
+        process = server.process
+        assert process is not None  # start() returned: the process runs
+        process.wait()
+        print(f"orig serve: vLLM exited with code {process.returncode}; see {server.log_path}",
               file=sys.stderr)
         return 1
     except ServerStartError as exc:

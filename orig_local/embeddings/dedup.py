@@ -95,7 +95,7 @@ class ImageDeduplicator:
                        if self.prefer == "resolution" else (lambda i: i))
 
         # 1. exact copies
-        existing_hash = {}
+        existing_hash: dict[str, int] = {}
         for j, im in enumerate(existing):
             existing_hash.setdefault(pixels_sha256(im), j)
         first_with_hash: dict[str, int] = {}

@@ -76,22 +76,23 @@ def read_labels(path: str | Path) -> tuple[dict[tuple[str, str], bool], int]:
 
 def judge_answers(run_dir: str | Path, judge_name: str | None = None) -> tuple[dict, dict, dict]:
     """((id, qid) -> judge answer bool, (id, qid) -> expected answer, id -> class)."""
-    from orig_local.evaluation.results import _by_id, read_all_rows
+    from orig_local.evaluation.rows import JudgeRow
+    from orig_local.evaluation.run_rows import _by_id, read_all_rows
 
     answers, expected, classes = {}, {}, {}
     # an id with several rows (main + shard files) is left out: which one the human labelled
     # cannot be told, and "first row wins" would decide it silently
-    rows = _by_id(read_all_rows(Path(run_dir), "judge", judge_name), "judge", [])
-    for row in rows.values():
-        if row.get("_duplicate"):
+    read = [r for r in read_all_rows(Path(run_dir), "judge", judge_name) if isinstance(r, JudgeRow)]
+    for row in _by_id(read, "judge", []).values():
+        if row.duplicate:
             continue
-        classes[row["id"]] = str(row.get("category") or "")
-        for v in row.get("verdicts") or []:
+        classes[row.id] = row.category or ""
+        for v in row.verdicts if isinstance(row.verdicts, list) else []:
             if not isinstance(v, dict) or not v.get("qid"):
                 continue
             if isinstance(v.get("answer"), bool) and v.get("error") is None:
-                answers[(row["id"], v["qid"])] = v["answer"]
-            expected[(row["id"], v["qid"])] = v.get("expected", True)
+                answers[(row.id, v["qid"])] = v["answer"]
+            expected[(row.id, v["qid"])] = v.get("expected", True)
     return answers, expected, classes
 
 

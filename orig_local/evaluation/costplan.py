@@ -177,7 +177,8 @@ def _generator_steps(config: Any) -> int | None:
     try:
         from orig_local.presets import load_preset
 
-        return int(load_preset(config.generator.preset).defaults.get("steps")) if config.generator.preset else None
+        default = load_preset(config.generator.preset).defaults.get("steps") if config.generator.preset else None
+        return int(default) if default is not None else None
     except Exception:  # noqa: BLE001 - unknown preset or no default: steps unknown
         return None
 

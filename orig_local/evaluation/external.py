@@ -52,9 +52,9 @@ def import_images(items: Sequence[BenchmarkItem], run_dir: str | Path, images_di
     run_dir = Path(run_dir)
     store = JsonlStore(phase_file(run_dir, "generate"), retry=("failed",))
     label = external_label(name)
-    for row in store.rows():
-        if row.get("generator") != label:
-            raise UsageError(f"{run_dir} already holds images from {row.get('generator')!r}, not {label!r}",
+    for old in store.rows():
+        if old.get("generator") != label:
+            raise UsageError(f"{run_dir} already holds images from {old.get('generator')!r}, not {label!r}",
                              hint="import into a new --out folder")
     found = _images_by_id(folder)
     ids = {item.id for item in items}

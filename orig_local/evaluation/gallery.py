@@ -16,6 +16,7 @@ from pathlib import Path
 
 from orig_local.errors import UsageError
 from orig_local.evaluation.results import RunResults, row_status
+from orig_local.evaluation.rows import PhaseRow
 from orig_local.labels import SIMULATED
 
 log = logging.getLogger(__name__)
@@ -75,9 +76,9 @@ def write_gallery(run: RunResults, path: Path, media: Path | None = None, *, med
 
 
 def _gallery_entry(run: RunResults, pid: str, placer: _MediaPlacer, scores: dict, data_errors: dict) -> dict:
-    a, g, j = run.agent_rows.get(pid, {}), run.gen_rows.get(pid, {}), run.judge_rows.get(pid, {})
+    a, g, j = run.agent_rows.get(pid), run.gen_rows.get(pid), run.judge_rows.get(pid)
     verdicts = []
-    for v in (j["verdicts"] if isinstance(j.get("verdicts"), list) else []):
+    for v in (j.verdicts if j is not None and isinstance(j.verdicts, list) else []):
         if not isinstance(v, dict):
             continue
         raw = v.get("raw")
@@ -88,18 +89,21 @@ def _gallery_entry(run: RunResults, pid: str, placer: _MediaPlacer, scores: dict
             "answer": v.get("answer"), "raw": raw if isinstance(raw, list) else ([str(raw)] if raw else []),
             "p_true": v.get("p_true") if isinstance(v.get("p_true"), (int, float)) else None,
         })
-    statuses = {ph: row_status(r, ph) for ph, r in (("agent", a), ("generate", g), ("judge", j)) if r}
-    image = placer.src(g.get("image"))
+    rows: list[tuple[str, PhaseRow | None]] = [("agent", a), ("generate", g), ("judge", j)]
+    statuses = {ph: row_status(r, ph) for ph, r in rows if r is not None}
+    image = placer.src(g.image if g else None)
+    retrieval = run.retrieval_rows.get(pid)
     return {
-        "id": pid, "category": a.get("category") or j.get("category", ""),
-        "prompt": a.get("prompt", ""), "final_prompt": a.get("final_prompt", ""),
-        "image": image, "image_missing": bool(g.get("image")) and image is None,
-        "references": [r for r in (placer.src(x) for x in a.get("references") or []) if r],
-        "score": scores.get(pid), "errors": [e for e in (a.get("error"), g.get("error"), j.get("error")) if e],
+        # "" where a row lacks the field, as the stored rows read before (None where it is null)
+        "id": pid, "category": (a.category if a else None) or ((j.category or "") if j else ""),
+        "prompt": a.prompt if a else "", "final_prompt": a.final_prompt if a else "",
+        "image": image, "image_missing": bool(g and g.image) and image is None,
+        "references": [r for r in (placer.src(x) for x in (a.references if a else None) or []) if r],
+        "score": scores.get(pid), "errors": [r.error for _, r in rows if r is not None and r.error],
         "data_errors": data_errors.get(pid, []),
         "failed": [ph for ph, st in statuses.items() if st == "failed"],
         "verdicts": verdicts,
-        "retrieval": _number(run.retrieval_rows.get(pid, {}).get("accuracy")),
+        "retrieval": retrieval.accuracy if retrieval else None,
     }
 
 
@@ -166,10 +170,6 @@ class _MediaPlacer:
 
 def _pct(v: float) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
-
-
-def _number(v):
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _slug(text: str) -> str:

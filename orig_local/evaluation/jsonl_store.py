@@ -185,6 +185,11 @@ def _parse(line: bytes) -> dict | None:
     return row if isinstance(row, dict) and "id" in row else None
 
 
+def parse_line(line: bytes) -> dict | None:
+    """One line as a row: a JSON object with an ``id``, else None (corrupt, or a torn tail)."""
+    return _parse(line)
+
+
 def iter_rows(path: str | Path) -> Iterator[dict]:
     """Valid rows of a JSONL file one at a time (a report's memory does not grow with the
     file); corrupt lines and a torn tail are skipped, a complete last row without a newline is

@@ -235,6 +235,15 @@ class ReferenceImages:
 # --------------------------------------------------------------------------- the judge
 
 
+
+def _structured_answer(parsed: BaseModel | None) -> Any:
+    """The answer inside a structured reply (None when the reply did not parse: unparseable)."""
+    if isinstance(parsed, RootModel):
+        return parsed.root
+    if isinstance(parsed, ObjectAnswer):
+        return parsed.answer
+    return None
+
 class Judge:
     """Answers benchmark questions about generated images with a chat model.
 
@@ -288,9 +297,10 @@ class Judge:
         return self._templates.render(name, **values)
 
     def _schema(self, question: Question | None):
-        if question is not None and question.is_choice:
+        if question is not None and question.choices:
             letters = string.ascii_uppercase[: len(question.choices)]
-            return RootModel[Literal[tuple(letters)]] if self.answer_format != "text" else None
+            # a Literal of this question's letters, built at run time: no static type exists for it
+            return RootModel[Literal[tuple(letters)]] if self.answer_format != "text" else None  # type: ignore[misc]
         return {"bool": BoolAnswer, "object": ObjectAnswer, "text": None}[self.answer_format]
 
     def request_digest(self, messages: Sequence[Message], schema: type[BaseModel] | None) -> str:
@@ -314,11 +324,11 @@ class Judge:
         if schema is not None and not letters:
             # the chat layer's structured parse is lenient (last duplicate key wins, text after
             # a closing fence is dropped); a verdict must also pass the strict parser
-            value = reply.parsed.root if isinstance(reply.parsed, RootModel) else reply.parsed.answer
+            value = _structured_answer(reply.parsed)
             if parse_verdict(reply.text) is not value:
                 value = None
         elif schema is not None:
-            value = reply.parsed.root if isinstance(reply.parsed, RootModel) else reply.parsed.answer
+            value = _structured_answer(reply.parsed)
         elif letters and self.choice_rule == "first_character":
             value = first_character(reply.text)
         elif letters:
@@ -356,19 +366,20 @@ class Judge:
         verdict = Verdict(qid=question.id, answer=None, expected=question.answer,
                           concept=question.concept, modality=question.modality)
         has_reference = question.modality == "image"
-        if has_reference and (not question.reference_image or not question.reference_image_found
-                              or not Path(question.reference_image).is_file()):
-            verdict.error = f"reference image missing: {question.reference_image}"
+        reference = question.reference_image
+        if has_reference and (not reference or not question.reference_image_found or not Path(reference).is_file()):
+            verdict.error = f"reference image missing: {reference}"
             return verdict
-        letters = string.ascii_uppercase[: len(question.choices)] if question.is_choice else None
-        choices = list(zip(letters, question.choices, strict=True)) if letters else None
+        options = question.choices or []
+        letters = string.ascii_uppercase[: len(options)] if options else None
+        choices = list(zip(letters, options, strict=True)) if letters else None
         sys_text = self.render("judge_system.jinja", choices=choices, answer_format=self.answer_format)
         text = self.render("judge_question.jinja", statement=statement_of(question.text),
                            reference_text=reference_text.strip() if self.reference_text else "",
                            has_reference=has_reference, choices=choices)
         parts: list[Any] = ["Generated image:", ImageRef(image, label="generated")]
-        if has_reference:
-            parts += ["Reference image:", self.references.get(question.reference_image)]
+        if has_reference and reference:
+            parts += ["Reference image:", self.references.get(reference)]
         parts.append(text)
         messages, schema = [system(sys_text), user(*parts)], self._schema(question)
         if letters:

@@ -30,10 +30,10 @@ def merge_runs(runs: list[str | Path], out: str | Path | None = None) -> dict[st
     Returns rows per merged file."""
     from orig_local.evaluation.rundir import check_run_dir, hold_run
 
-    runs = [check_run_dir(r) for r in runs]  # missing or empty: a DataError, nothing created
-    out = Path(out) if out else runs[0]
-    with hold_run(out):  # no `orig eval` may be writing the merged folder meanwhile
-        return _merge(runs, out)
+    dirs = [check_run_dir(r) for r in runs]  # missing or empty: a DataError, nothing created
+    target = Path(out) if out else dirs[0]
+    with hold_run(target):  # no `orig eval` may be writing the merged folder meanwhile
+        return _merge(dirs, target)
 
 
 _RANK = {"ok": 0, "degraded": 1, "failed": 2}

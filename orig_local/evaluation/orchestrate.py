@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from orig_local.errors import OrigError, UsageError
 from orig_local.evaluation import binding
@@ -17,9 +18,10 @@ from orig_local.evaluation.identity import identity_differs
 from orig_local.evaluation.items import BenchmarkItem
 from orig_local.evaluation.phases import PHASE_NAMES, check_phase
 from orig_local.evaluation.phases.agent import run_agent_phase
-from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from_env, summary_line
+from orig_local.evaluation.phases.common import AgentFn, AgentOutput, shard_from_env
 from orig_local.evaluation.phases.generate import run_generate_phase
 from orig_local.evaluation.phases.judge import run_judge_phase
+from orig_local.evaluation.phases.loop import PhaseSummary, summary_line
 from orig_local.evaluation.phases.retrieval_accuracy import run_retrieval_phase
 from orig_local.evaluation.rundir import backbone_size, data_path, hold_run, read_meta, write_meta_file
 
@@ -167,18 +169,43 @@ def _uses(config, phases: Sequence[str]) -> dict[str, bool]:
 # --------------------------------------------------------------------------- orchestration
 
 
-def _agent_phase(ctx: dict) -> Any:
-    config = ctx["config"]
-    fn, aclose = (ctx["agent"], None) if ctx["agent"] is not None else _built(
+class PhaseOptions(TypedDict):
+    """The keyword arguments every phase function takes alike."""
+
+    shard: tuple[int, int]
+    progress: bool
+    retry_errors: bool
+    retry_degraded: bool
+    max_consecutive_failures: int
+
+
+@dataclass
+class PhaseContext:
+    """What a phase runner gets: the run, this phase's items (sharded), the components the
+    caller passed in (None: built from ``config`` for the phase, released after it)."""
+
+    config: Config
+    run_dir: Path
+    items: list[BenchmarkItem]
+    shard: tuple[int, int] | None  # the caller's explicit shard (None: generate may shard by RANK)
+    agent: AgentFn | None
+    generator: Generator | None
+    judge: Judge | None
+    options: PhaseOptions
+
+
+def _agent_phase(ctx: PhaseContext) -> PhaseSummary:
+    config = ctx.config
+    fn, aclose = (ctx.agent, None) if ctx.agent is not None else _built(
         "backbone", config.backbone.preset or config.backbone.model, lambda: build_agent_fn(config))
-    return run_agent_phase(ctx["items"], ctx["run_dir"], fn, concurrency=config.agent.concurrency,
-                           aclose=aclose, **ctx["common"])
+    return run_agent_phase(ctx.items, ctx.run_dir, fn, concurrency=config.agent.concurrency,
+                           aclose=aclose, **ctx.options)
 
 
-def _generate_phase(ctx: dict) -> Any:
-    config, gen = ctx["config"], ctx["generator"]
+def _generate_phase(ctx: PhaseContext) -> PhaseSummary:
+    config, gen = ctx.config, ctx.generator
     if gen is None:
-        if ctx["shard"] is None and shard_from_env() and config.generator.device == "auto":
+        if ctx.shard is None and shard_from_env() and config.generator.device == "auto":
             import os
 
             # one GPU per process under accelerate/torchrun; a copy, the caller's config is left alone
@@ -186,24 +213,26 @@ def _generate_phase(ctx: dict) -> Any:
             config = config.model_copy(update={"generator": gen_cfg})
         gen = _built("generator", config.generator.preset or config.generator.model, lambda: build_generator(config))
     try:
-        return run_generate_phase(ctx["items"], ctx["run_dir"], gen, seed=config.eval.seed, **ctx["common"])
+        return run_generate_phase(ctx.items, ctx.run_dir, gen, seed=config.eval.seed, **ctx.options)
     finally:
-        if ctx["generator"] is None:
+        if ctx.generator is None:
             gen.unload()  # free the accelerator for the judge
 
 
-def _judge_phase(ctx: dict, phase: str) -> Any:
-    config, ev = ctx["config"], ctx["config"].eval
-    jd = ctx["judge"] if ctx["judge"] is not None else _built(
+def _judge_phase(ctx: PhaseContext, phase: str) -> PhaseSummary:
+    config, ev = ctx.config, ctx.config.eval
+    jd = ctx.judge if ctx.judge is not None else _built(
         "judge", config.judge.preset or config.judge.model, lambda: build_judge(config))
-    jargs = dict(judge_name=ev.judge_name, concurrency=ev.judge_concurrency, close=ctx["judge"] is None)
+    close = ctx.judge is None
     if phase == "judge":
-        return run_judge_phase(ctx["items"], ctx["run_dir"], jd, **jargs, **ctx["common"])
-    return run_retrieval_phase(ctx["items"], ctx["run_dir"], jd, max_chars=ev.evidence_max_chars,
-                               max_images=ev.evidence_max_images, **jargs, **ctx["common"])
+        return run_judge_phase(ctx.items, ctx.run_dir, jd, judge_name=ev.judge_name, concurrency=ev.judge_concurrency,
+                               close=close, **ctx.options)
+    return run_retrieval_phase(ctx.items, ctx.run_dir, jd, max_chars=ev.evidence_max_chars,
+                               max_images=ev.evidence_max_images, judge_name=ev.judge_name,
+                               concurrency=ev.judge_concurrency, close=close, **ctx.options)
 
 
-RUNNERS: dict[str, Callable[[dict], Any]] = {
+RUNNERS: dict[str, Callable[[PhaseContext], PhaseSummary]] = {
     "agent": _agent_phase,
     "generate": _generate_phase,
     "judge": lambda ctx: _judge_phase(ctx, "judge"),
@@ -217,7 +246,7 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
                shard: tuple[int, int] | None = None, agent: AgentFn | None = None,
                generator: Generator | None = None, judge: Judge | None = None,
                retry_errors: bool = False, retry_degraded: bool = False,
-               data_identity: dict | None = None, preflight: bool = True) -> list:
+               data_identity: dict | None = None, preflight: bool = True) -> list[PhaseSummary]:
     """Run ``phases`` in order over ``items`` (filtered, not yet sharded). ``shard=(i, n)``
     makes every phase take items i, i+n, ... and write its own shard file; without it, the
     generate phase shards itself by RANK/WORLD_SIZE under ``accelerate launch``/``torchrun``.
@@ -253,7 +282,7 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
                                     "judge": judge is not None})
     if run_dir.is_dir():
         check_meta(config, run_dir, extra, phases)
-    summaries: list = []
+    summaries: list[PhaseSummary] = []
     with hold_run(run_dir, lock_shard):
         started = now()
         prov = {**provenance(config, _uses(config, phases), served), "started_at": started, "ended_at": None,
@@ -270,14 +299,14 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
             for phase in phases:
                 # Data-parallel generation under `accelerate launch`/torchrun: each process its share.
                 this_shard = shard or ((env_shard or (0, 1)) if phase == "generate" else (0, 1))
-                common = dict(shard=this_shard, progress=config.progress, retry_errors=retry_errors,
-                              retry_degraded=retry_degraded,
-                              max_consecutive_failures=config.eval.max_consecutive_failures)
-                ctx = dict(config=config, run_dir=run_dir, items=list(items)[this_shard[0]::this_shard[1]],
-                           shard=shard, agent=agent, generator=generator, judge=judge, common=common)
+                options = PhaseOptions(shard=this_shard, progress=config.progress, retry_errors=retry_errors,
+                                       retry_degraded=retry_degraded,
+                                       max_consecutive_failures=config.eval.max_consecutive_failures)
+                ctx = PhaseContext(config, run_dir, list(items)[this_shard[0]::this_shard[1]], shard, agent,
+                                   generator, judge, options)
                 t0 = time.perf_counter()
                 summary = RUNNERS[phase](ctx)
-                measured[phase] = _measure(run_dir, phase, time.perf_counter() - t0, summary["ran"], config)
+                measured[phase] = _measure(run_dir, phase, time.perf_counter() - t0, summary.ran, config)
                 summaries.append(summary)
                 log.info("%s", summary_line(summary))
                 if summary.stopped:
@@ -324,7 +353,7 @@ def _measure(run_dir: Path, phase: str, wall_s: float, ran: int, config: Config)
         return {"wall_s": round(wall_s, 1), "ran": ran}
 
 
-def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome: str,
+def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list[PhaseSummary], outcome: str,
                 measured: dict | None = None) -> None:
     """End timestamp and phase counts into run.json (kept to the last 50 invocations); what
     each phase that ran items cost (``measured``; a resume that ran nothing keeps the last)."""
@@ -333,9 +362,8 @@ def _record_end(run_dir: Path, meta: dict, prov: dict, summaries: list, outcome:
     prov = {**prov, "ended_at": now(), "outcome": outcome}
     entry = {k: prov.get(k) for k in ("started_at", "ended_at", "outcome", "phases", "config_sha256")}
     entry["git_commit"] = prov["code"].get("git_commit")
-    entry["summaries"] = [{k: s[k] for k in ("phase", "ran", "ok", "degraded", "failed", "stopped",
-                                             "replies", "from_cache") if k in s}
-                          for s in summaries]
+    entry["summaries"] = [{k: v for k, v in s.to_dict().items() if k in (
+        "phase", "ran", "ok", "degraded", "failed", "stopped", "replies", "from_cache")} for s in summaries]
     current = read_meta(run_dir) or meta
     current["provenance"] = prov
     current["history"] = (current.get("history") or [])[-49:] + [entry]

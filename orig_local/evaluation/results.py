@@ -15,34 +15,34 @@ Rows are checked before they are scored; nothing is silently resolved:
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orig_local.agent.registry import RENAMED_STAGES
 from orig_local.errors import DataError
-from orig_local.evaluation.jsonl_store import read_rows
+from orig_local.evaluation.rows import AgentRow, GenerateRow, JudgeRow, RetrievalRow
+from orig_local.evaluation.run_rows import (  # re-exported: results is where readers look for them
+    STATUSES,
+    DataIssue,
+    PhaseRowT,
+    _by_id,
+    _judge_revision,
+    _status_counts,
+    load_benchmark_items,
+    loader_options,
+    read_all_rows,
+    read_run_meta,
+    row_status,
+    run_stand_in_labels,
+)
 from orig_local.evaluation.rundir import check_run_dir, phase_file, run_label, shard_files
-from orig_local.evaluation.scoring import PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
+from orig_local.evaluation.scoring import ErrorPolicy, PromptScore, check_verdicts, mean_ignoring_nan, prompt_score
 
 log = logging.getLogger(__name__)
-
-STATUSES = ("ok", "degraded", "failed")
-
-
-@dataclass
-class DataIssue:
-    """One data error: a row (or verdict) that cannot be scored as it is."""
-
-    phase: str
-    item: str | None
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.phase} {self.item or '(no id)'}: {self.message}"
 
 
 @dataclass
@@ -52,10 +52,10 @@ class RunResults:
     meta: dict
     judge_name: str | None
     prompts: list[PromptScore]  # judged prompts with at least one scored question
-    judge_rows: dict[str, dict]
-    agent_rows: dict[str, dict]
-    gen_rows: dict[str, dict]
-    retrieval_rows: dict[str, dict]
+    judge_rows: dict[str, JudgeRow]
+    agent_rows: dict[str, AgentRow]
+    gen_rows: dict[str, GenerateRow]
+    retrieval_rows: dict[str, RetrievalRow]
     counts: dict[str, int] = field(default_factory=dict)
     status: dict[str, dict[str, int]] = field(default_factory=dict)  # phase -> ok/degraded/failed
     stop_reasons: dict[str, int] = field(default_factory=dict)
@@ -88,9 +88,8 @@ class RunResults:
         if "retrieval_accuracy" in self.derived:
             return self.derived["retrieval_accuracy"]
         failed = {rid for rid, r in self.agent_rows.items() if row_status(r, "agent") == "failed"}
-        return mean_ignoring_nan(r["accuracy"] for rid, r in self.retrieval_rows.items()
-                                 if isinstance(r.get("accuracy"), (int, float)) and not isinstance(r["accuracy"], bool)
-                                 and not r.get("_duplicate") and rid not in failed)
+        return mean_ignoring_nan(r.accuracy for rid, r in self.retrieval_rows.items()
+                                 if r.accuracy is not None and not r.duplicate and rid not in failed)
 
     @property
     def scores(self) -> dict[str, float]:
@@ -111,159 +110,10 @@ class RunResults:
 # --------------------------------------------------------------------------- reading
 
 
-def read_run_meta(run_dir: str | Path) -> dict:
-    """``run.json`` of a run folder ({} when absent); a corrupt one is a DataError naming it."""
-    path = Path(run_dir) / "run.json"
-    if not path.is_file():
-        return {}
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not valid JSON ({exc})",
-                        hint="restore it from a backup or rerun `orig eval` with a new --out") from exc
-    if not isinstance(meta, dict):
-        raise DataError(f"{path}: expected a JSON object, got {type(meta).__name__}")
-    return meta
-
-
-def read_all_rows(run_dir: Path, phase: str, judge_name: str | None = None,
-                  warnings: list[str] | None = None) -> list[dict]:
-    """Every row of a phase, main file then shard files, duplicates kept (the caller counts
-    them). Lines that cannot be read are counted into ``warnings``."""
-    main = phase_file(run_dir, phase, judge_name)
-    rows: list[dict] = []
-    for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
-        if not path.is_file():
-            if path.is_symlink() or path.exists():  # a directory or a dangling link: never "no rows"
-                what = "a dangling link" if path.is_symlink() and not path.exists() else "not a file"
-                raise DataError(f"{path} is {what}; its rows cannot be read",
-                                hint="restore the file, or move it away if the phase never ran")
-            continue
-        got = _read_rows_capturing(path, warnings)
-        lines = sum(1 for ln in path.read_bytes().split(b"\n") if ln.strip())
-        bad = [r for r in got if not isinstance(r, dict)]
-        got = [r for r in got if isinstance(r, dict)]
-        if warnings is not None and (lines > len(got) or bad):
-            warnings.append(f"{path.name}: {lines - len(got)} of {lines} line(s) could not be read "
-                            "(corrupt or torn); their items are not in this report")
-        rows += got
-    return rows
-
-
-def _read_rows_capturing(path: Path, warnings: list[str] | None) -> list:
-    """``store.read_rows``, with any warning it logs (e.g. corrupt-line counts) kept for the report."""
-    store_log = logging.getLogger("orig_local.evaluation.jsonl_store")
-    captured: list[str] = []
-
-    class _Keep(logging.Handler):
-        def emit(self, record):
-            if record.levelno >= logging.WARNING:
-                captured.append(record.getMessage())
-
-    handler = _Keep()
-    store_log.addHandler(handler)
-    try:
-        rows = read_rows(path)
-    finally:
-        store_log.removeHandler(handler)
-    if warnings is not None:
-        warnings += captured
-    return list(rows)
-
-
-def _by_id(rows: list[dict], phase: str, issues: list[DataIssue]) -> dict[str, dict]:
-    """id -> row; rows without an id and ids given more than once are data errors (and left
-    out: which of two rows is right cannot be decided here)."""
-    counts = Counter(r.get("id") for r in rows)
-    out: dict[str, dict] = {}
-    for row in rows:
-        rid = row.get("id")
-        if not isinstance(rid, str) or not rid:
-            issues.append(DataIssue(phase, None, "row without an id"))
-        elif counts[rid] > 1:
-            if rid not in out:
-                issues.append(DataIssue(phase, rid, f"{counts[rid]} rows for this item (duplicate rows are "
-                                                    "not resolved: remove the wrong one, or rerun it)"))
-                out[rid] = {**row, "_duplicate": counts[rid]}
-        else:
-            out[rid] = row
-    return out
-
-
-def row_status(row: dict, phase: str = "") -> str:
-    """ok / degraded / failed: the row's ``status``, or - for rows written before it existed -
-    failed when the row has an ``error`` (or the agent stopped with ``error``)."""
-    status = row.get("status")
-    if status in STATUSES:
-        return status
-    if status is not None:  # "weird", "FAILED": never counted as ok (load_run reports it as a data error)
-        return "failed"
-    if row.get("error"):
-        return "failed"
-    if phase == "agent" and row.get("stop_reason") == "error":
-        return "failed"
-    return "ok"
-
-
-def loader_options(run_dir: str | Path | None, benchmark: str, judge_name: str | None = None) -> dict:
-    """The loader options the run's judge phase was made with (``config.judge[-<name>].yaml``,
-    else ``config.yaml``'s ``eval`` section): WISE's variant and judged protocols decide which
-    questions an item has. {} when not recorded."""
-    if run_dir is None:
-        return {}
-    config_file = Path(run_dir) / (f"config.judge-{judge_name}.yaml" if judge_name else "config.judge.yaml")
-    if not config_file.is_file():
-        config_file = Path(run_dir) / "config.yaml"
-    if not config_file.is_file():
-        return {}
-    try:
-        from types import SimpleNamespace
-
-        import yaml
-
-        from orig_local.evaluation.loaders import benchmark_options
-
-        cfg = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
-        ev = cfg.get("eval") if isinstance(cfg, dict) else None
-        ev = ev if isinstance(ev, dict) else {}
-        return benchmark_options(SimpleNamespace(benchmark=benchmark, variant=ev.get("variant") or "base",
-                                                 wise_judge=ev.get("wise_judge")))
-    except Exception:  # noqa: BLE001 - an unreadable config: the loader's defaults (the check says what differs)
-        return {}
-
-
-def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None,
-                         run_dir: str | Path | None = None, judge_name: str | None = None):
-    """The run's benchmark items by id, or (None, reason) when they cannot be loaded. With
-    ``run_dir``, the loader options the run recorded are used (e.g. WISE's judged protocols).
-    The data is run.json's absolute path (from any working directory)."""
-    from orig_local.evaluation.rundir import data_path
-
-    data = data or data_path(meta)
-    benchmark = benchmark or meta.get("benchmark") or "figeval"
-    if not data:
-        return None, "run.json names no benchmark data"
-    try:
-        from orig_local.evaluation.loaders import load_benchmark
-
-        items = load_benchmark(benchmark, data, include_others=True,
-                               **loader_options(run_dir, benchmark, judge_name))
-    except Exception as exc:  # a moved or unreadable benchmark: say so, check what we can
-        return None, f"benchmark {benchmark} at {data} could not be loaded ({' '.join(str(exc).split())[:200]})"
-    from orig_local.evaluation.identity import current_identity, identity_differs
-
-    recorded = meta.get("benchmark_identity") or {}
-    changed = identity_differs(recorded, current_identity(meta, benchmark, data, items)) if recorded else None
-    if changed:  # checked anyway, but never silently against other data than the run's
-        return {it.id: it for it in items}, (f"the benchmark at {data} is not the data this run was made with "
-                                             f"({changed}); verdicts were checked against it as it is now")
-    return {it.id: it for it in items}, None
-
-
 # --------------------------------------------------------------------------- one run
 
 
-def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "exclude", *,
+def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPolicy = "exclude", *,
              data: str | Path | None = None, benchmark: str | None = None, check_benchmark: bool = True,
              items: dict | None = None) -> RunResults:
     """Scores of one run from its JSONL. ``errors``: how unparseable verdicts count (see
@@ -291,66 +141,43 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
         name = normalize_class(str(category or ""))
         return name if name in FIGEVAL_CLASSES else str(category or "")
 
-    phases = {}
-    for phase in ("agent", "generate", "judge", "retrieval"):
+    def rows(phase: str, model: type[PhaseRowT]) -> dict[str, PhaseRowT]:
         name = judge_name if phase in ("judge", "retrieval") else None
-        phases[phase] = _by_id(read_all_rows(run_dir, phase, name, warnings), phase, issues)
-    agent_rows, gen_rows, judge_rows, retrieval_rows = (phases[p] for p in ("agent", "generate", "judge", "retrieval"))
+        read = read_all_rows(run_dir, phase, name, warnings, issues)
+        return _by_id([r for r in read if isinstance(r, model)], phase, issues)
 
-    prompts: list[PromptScore] = []
-    question_errors = item_errors = missing = items_with_q_errors = failed_upstream = 0
-    judge_of: dict[str, str] = {}  # item -> its judge status (selections recount from it)
-    judges: list[str] = []
+    agent_rows, gen_rows = rows("agent", AgentRow), rows("generate", GenerateRow)
+    judge_rows, retrieval_rows = rows("judge", JudgeRow), rows("retrieval", RetrievalRow)
+    tally = _JudgeTally(items, agent_rows, gen_rows, errors, issues, norm)
     for rid, row in judge_rows.items():
-        if row.get("judge") and str(row["judge"]) not in judges:
-            judges.append(str(row["judge"]))
-        if row.get("_duplicate"):
-            continue  # a data error (counted there), not a judge failure
-        if row.get("status") is not None and row["status"] not in STATUSES:
-            issues.append(DataIssue("judge", rid, f"unknown status {row['status']!r} (expected one of "
-                                                  f"{', '.join(STATUSES)}); the row is not scored"))
-            continue
-        item = items.get(rid) if items is not None else None
-        if items is not None and item is None:
-            issues.append(DataIssue("judge", rid, "id is not in the benchmark (rejected)"))
-            continue
-        category = norm(item.category if item is not None else row.get("category"))
-        if item is not None and row.get("category") and norm(row["category"]) != category:
-            issues.append(DataIssue("judge", rid, f"class {row['category']!r} differs from the benchmark's "
-                                                  f"{item.category!r}"))
-            continue
-        upstream = [ph for ph, rows in (("agent", agent_rows), ("generate", gen_rows))
-                    if rid in rows and row_status(rows[rid], ph) == "failed"]
-        if upstream:  # judged, but not what the condition specifies (e.g. the raw-prompt fallback)
-            failed_upstream += 1
-            judge_of[rid] = "failed"
-            continue
-        status = row_status(row, "judge")
-        if status == "failed" and not row.get("verdicts"):  # the item could not be judged at all
-            item_errors += 1
-            judge_of[rid] = "failed"
-            continue
-        questions = [(q.id, q.concept) for q in item.questions] if item is not None else None
-        graded = [q.id for q in item.questions if q.rubric == "wise_wiscore"] if item is not None else None
-        check = check_verdicts(row.get("verdicts", []), questions, graded)
-        missing += len(check.missing)
-        if not check.ok:
-            for problem in check.problems:
-                issues.append(DataIssue("judge", rid, problem))
-            continue
-        question_errors += check.question_errors
-        items_with_q_errors += bool(check.question_errors)
-        if status == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
-            judge_of[rid] = "failed"  # every question errored (or the row says failed): not scored
-            continue
-        elif check.question_errors or status == "degraded":
-            judge_of[rid] = "degraded"
-        else:
-            judge_of[rid] = "ok"
-        ps = prompt_score(rid, category, check.outcomes, errors=errors)
-        if ps.total:
-            prompts.append(ps)
+        tally.score(rid, row)
 
+    status = _phase_status(agent_rows, gen_rows, retrieval_rows, tally.judge_of)
+    stop_reasons = Counter(r.stop_reason for r in agent_rows.values() if r.stop_reason)
+    revision = _judge_revision(meta)
+    # The judge's identity: the model name on its rows (run.json's judge for older rows), plus
+    # the revision when provenance recorded it. Runs without verdicts have none.
+    judges = tally.judges
+    ident = [f"{j} @ {revision}" if revision else j for j in judges] or (
+        [str(meta["judge"]) + (f" @ {revision}" if revision else "")] if meta.get("judge") and judge_rows else [])
+    not_judged = _not_judged(agent_rows, gen_rows, judge_rows)
+    warnings += _judge_warnings(not_judged, judges, judge_file.name) if judge_rows else []
+    if not judge_rows:
+        warnings.insert(0, f"never judged: no {judge_file.name} rows, so no accuracy (run `orig eval --phase judge "
+                           f"--out {run_dir}`{' --judge-name ' + judge_name if judge_name else ''})")
+    counts = _counts(agent_rows, gen_rows, judge_rows, status, tally, issues)
+    counts["not_judged"] = len(not_judged) if judge_rows else 0
+    result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, tally.prompts,
+                        judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
+                        issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_notes(agent_rows)),
+                        benchmark_checked=items is not None)
+    result.judge_status_of = tally.judge_of
+    return result
+
+
+def _phase_status(agent_rows: Mapping[str, AgentRow], gen_rows: Mapping[str, GenerateRow],
+                  retrieval_rows: Mapping[str, RetrievalRow], judge_of: dict[str, str]) -> dict[str, dict[str, int]]:
+    """phase -> ok/degraded/failed counts (the judge's from the scoring, not the rows' own)."""
     judge_status = Counter(judge_of.values())
     status = {
         "agent": _status_counts(agent_rows, "agent"),
@@ -359,100 +186,123 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: str = "
     }
     if retrieval_rows:
         status["retrieval"] = _status_counts(retrieval_rows, "retrieval")
-    stop_reasons = Counter(str(r.get("stop_reason")) for r in agent_rows.values() if r.get("stop_reason"))
-    revision = _judge_revision(meta)
-    # The judge's identity: the model name on its rows (run.json's judge for older rows), plus
-    # the revision when provenance recorded it. Runs without verdicts have none.
-    ident = [f"{j} @ {revision}" if revision else j for j in judges] or (
-        [str(meta["judge"]) + (f" @ {revision}" if revision else "")] if meta.get("judge") and judge_rows else [])
-    # Items that ran upstream but have no judge row (an interrupted judge phase): not failed, not
-    # scored, and easy to miss behind a smaller "prompts" count - say so.
-    upstream_ids = {rid for rows in (agent_rows, gen_rows) for rid in rows}
-    not_judged = sorted(upstream_ids - set(judge_rows))
-    if not_judged and judge_rows:
-        shown = ", ".join(not_judged[:5]) + (" ..." if len(not_judged) > 5 else "")
-        warnings.append(f"{len(not_judged)} item(s) have agent/generate rows but no judge row, so no score "
-                        f"({shown}); run the judge phase again to complete it")
-    if not judge_rows:
-        warnings.insert(0, f"never judged: no {judge_file.name} rows, so no accuracy (run `orig eval --phase judge "
-                           f"--out {run_dir}`{' --judge-name ' + judge_name if judge_name else ''})")
-    if len(judges) > 1:
-        warnings.append(f"{judge_file.name}: rows from {len(judges)} different judges ({', '.join(judges)})")
-    counts = {
+    return status
+
+
+def _counts(agent_rows: Mapping[str, AgentRow], gen_rows: Mapping[str, GenerateRow],
+            judge_rows: Mapping[str, JudgeRow], status: dict[str, dict[str, int]], tally: _JudgeTally,
+            issues: list[DataIssue]) -> dict[str, int]:
+    return {
         "agent_rows": len(agent_rows), "agent_errors": status["agent"]["failed"],
-        "images": sum(bool(r.get("image")) for r in gen_rows.values()),
+        "images": sum(bool(r.image) for r in gen_rows.values()),
         "generate_errors": status["generate"]["failed"],
-        "judged_prompts": len(prompts), "judge_item_errors": item_errors,
-        "judge_question_errors": question_errors, "judge_items_with_question_errors": items_with_q_errors,
-        "questions": sum(len(r.get("verdicts") or []) for r in judge_rows.values() if isinstance(r.get("verdicts"), list)),
-        "missing_verdicts": missing, "data_errors": len(issues), "not_scored_failed_upstream": failed_upstream,
+        "judged_prompts": len(tally.prompts), "judge_item_errors": tally.item_errors,
+        "judge_question_errors": tally.question_errors,
+        "judge_items_with_question_errors": tally.items_with_q_errors,
+        "questions": sum(len(r.verdicts) for r in judge_rows.values() if isinstance(r.verdicts, list)),
+        "missing_verdicts": tally.missing, "data_errors": len(issues),
+        "not_scored_failed_upstream": tally.failed_upstream,
         "data_error_items": len({(i.phase, i.item) for i in issues}),
-        "not_judged": len(not_judged) if judge_rows else 0,
     }
-    result = RunResults(run_dir, meta.get("label") or run_label(run_dir), meta, judge_name, prompts,
-                        judge_rows, agent_rows, gen_rows, retrieval_rows, counts, status, dict(stop_reasons),
-                        issues, warnings, ident, run_stand_in_labels(run_dir, meta, agent_rows),
-                        benchmark_checked=items is not None)
-    result.judge_status_of = judge_of
-    return result
 
 
-def _status_counts(rows: dict[str, dict], phase: str) -> dict[str, int]:
-    """ok/degraded/failed over a phase's rows (duplicated ids are data errors, not counted)."""
-    c = Counter(row_status(r, phase) for r in rows.values() if not r.get("_duplicate"))
-    return {s: c.get(s, 0) for s in STATUSES}
+def _not_judged(agent_rows: Mapping[str, AgentRow], gen_rows: Mapping[str, GenerateRow],
+                judge_rows: Mapping[str, JudgeRow]) -> list[str]:
+    """Items that ran upstream but have no judge row (an interrupted judge phase)."""
+    upstream_ids = {rid for rows in (agent_rows, gen_rows) for rid in rows}
+    return sorted(upstream_ids - set(judge_rows))
 
 
-def _judge_revision(meta: dict) -> str | None:
-    """The judge model's revision from run.json's provenance, when recorded."""
-    models = (meta.get("provenance") or {}).get("models") if isinstance(meta.get("provenance"), dict) else None
-    judge = models.get("judge") if isinstance(models, dict) else None
-    rev = judge.get("revision") if isinstance(judge, dict) else None
-    return str(rev) if rev else None
+def _judge_warnings(not_judged: list[str], judges: list[str], judge_file: str) -> list[str]:
+    out = []
+    if not_judged:  # not failed, not scored, and easy to miss behind a smaller "prompts" count
+        shown = ", ".join(not_judged[:5]) + (" ..." if len(not_judged) > 5 else "")
+        out.append(f"{len(not_judged)} item(s) have agent/generate rows but no judge row, so no score "
+                   f"({shown}); run the judge phase again to complete it")
+    if len(judges) > 1:
+        out.append(f"{judge_file}: rows from {len(judges)} different judges ({', '.join(judges)})")
+    return out
 
 
-def run_stand_in_labels(run_dir: Path, meta: dict, agent_rows: dict[str, dict] | None = None) -> list[str]:
-    """Stand-in labels of a run: from its config.yaml (the backbone only when the condition
-    uses one), and from any trace that recorded labels."""
-    from orig_local.labels import config_labels
+class _JudgeTally:
+    """Scores one run's judge rows, one at a time: each row checked (data issues, upstream
+    failures, judge failures) before its verdicts count."""
 
-    labels: list[str] = []
-    cfg_path = Path(run_dir) / "config.yaml"
-    if cfg_path.is_file():
-        try:
-            import yaml
+    def __init__(self, items: dict | None, agent_rows: Mapping[str, AgentRow], gen_rows: Mapping[str, GenerateRow],
+                 errors: ErrorPolicy, issues: list[DataIssue], norm: Callable[[object], str]):
+        self.items, self.agent_rows, self.gen_rows = items, agent_rows, gen_rows
+        self.errors, self.issues, self.norm = errors, issues, norm
+        self.prompts: list[PromptScore] = []
+        self.judge_of: dict[str, str] = {}  # item -> its judge status (selections recount from it)
+        self.judges: list[str] = []
+        self.question_errors = self.item_errors = self.missing = self.items_with_q_errors = 0
+        self.failed_upstream = 0
 
-            cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
-        except Exception:
-            cfg = {}
-        if isinstance(cfg, dict):
-            from orig_local.conditions import CONDITIONS
+    def _issue(self, rid: str, message: str) -> None:
+        self.issues.append(DataIssue("judge", rid, message))
 
-            spec = CONDITIONS.get(meta.get("condition") or (cfg.get("agent") or {}).get("condition") or "")
-            roles = ["judge", "generator"]
-            if spec is None or spec.uses_backbone:
-                roles.append("backbone")
-            if spec is None or "image" in spec.modalities:  # CLIP dedups the retrieved images
-                roles.append("embedder")
-            labels += config_labels(cfg, roles)
-    from orig_local.labels import SIMULATED, STAND_IN_BACKENDS, TINY, _ordered
+    def _category(self, rid: str, row: JudgeRow) -> str | None:
+        """The item's class (the benchmark's when loaded), or None after a data issue."""
+        item = self.items.get(rid) if self.items is not None else None
+        if self.items is not None and item is None:
+            self._issue(rid, "id is not in the benchmark (rejected)")
+            return None
+        category = self.norm(item.category if item is not None else row.category)
+        if item is not None and row.category and self.norm(row.category) != category:
+            self._issue(rid, f"class {row.category!r} differs from the benchmark's {item.category!r}")
+            return None
+        return category
 
-    models = (meta.get("provenance") or {}).get("models") if isinstance(meta.get("provenance"), dict) else None
-    for role, info in (models or {}).items() if isinstance(models, dict) else []:
-        if not isinstance(info, dict):
-            continue
-        if role == "backbone" and info.get("backend") in STAND_IN_BACKENDS and SIMULATED not in labels:
-            labels.append(SIMULATED)
-        elif info.get("tiny_random_weights") and TINY not in labels and not (
-                role == "backbone" and info.get("backend") in STAND_IN_BACKENDS):
-            labels.append(TINY)
+    def score(self, rid: str, row: JudgeRow) -> None:
+        if row.judge and row.judge not in self.judges:
+            self.judges.append(row.judge)
+        if row.duplicate:
+            return  # a data error (counted there), not a judge failure
+        if row.status is not None and row.status not in STATUSES:
+            self._issue(rid, f"unknown status {row.status!r} (expected one of {', '.join(STATUSES)}); "
+                             "the row is not scored")
+            return
+        category = self._category(rid, row)
+        if category is None:
+            return
+        upstream = [ph for ph, before in (("agent", self.agent_rows.get(rid)), ("generate", self.gen_rows.get(rid)))
+                    if before is not None and row_status(before, ph) == "failed"]
+        if upstream:  # judged, but not what the condition specifies (e.g. the raw-prompt fallback)
+            self.failed_upstream += 1
+            self.judge_of[rid] = "failed"
+            return
+        row_state = row_status(row, "judge")
+        if row_state == "failed" and not row.verdicts:  # the item could not be judged at all
+            self.item_errors += 1
+            self.judge_of[rid] = "failed"
+            return
+        self._verdicts(rid, row, row_state, category)
 
-    for row in (agent_rows or {}).values():  # labels the agent recorded in its notes
-        for note in (row.get("labels") or []) + (row.get("notes") or []):
-            if note in (SIMULATED, TINY) and note not in labels:
-                labels.append(note)
+    def _verdicts(self, rid: str, row: JudgeRow, row_state: str, category: str) -> None:
+        item = self.items.get(rid) if self.items is not None else None
+        questions = [(q.id, q.concept) for q in item.questions] if item is not None else None
+        graded = [q.id for q in item.questions if q.rubric == "wise_wiscore"] if item is not None else None
+        check = check_verdicts(row.verdicts, questions, graded)
+        self.missing += len(check.missing)
+        if not check.ok:
+            for problem in check.problems:
+                self._issue(rid, problem)
+            return
+        self.question_errors += check.question_errors
+        self.items_with_q_errors += bool(check.question_errors)
+        if row_state == "failed" or (check.outcomes and check.question_errors == len(check.outcomes)):
+            self.judge_of[rid] = "failed"  # every question errored (or the row says failed): not scored
+            return
+        self.judge_of[rid] = "degraded" if check.question_errors or row_state == "degraded" else "ok"
+        ps = prompt_score(rid, category, check.outcomes, errors=self.errors)
+        if ps.total:
+            self.prompts.append(ps)
 
-    return _ordered(labels)
+
+def agent_notes(agent_rows: Mapping[str, AgentRow]) -> Iterator[str]:
+    """The labels and notes the agent rows recorded."""
+    for row in agent_rows.values():
+        yield from (row.labels or []) + (row.notes or [])
 
 
 # --------------------------------------------------------------------------- derived numbers
@@ -462,10 +312,10 @@ def stage_means(run: RunResults) -> dict[str, dict[str, float]]:
     """Per-stage totals averaged over prompts whose agent phase succeeded (cost tables)."""
     if "stage_means" in run.derived:
         return run.derived["stage_means"]
-    rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed" and r.get("stages") is not None]
+    rows = [r for r in run.agent_rows.values() if row_status(r, "agent") != "failed" and r.stages is not None]
     out: dict[str, dict[str, float]] = {}
     for r in rows:
-        for stage, totals in (r.get("stages") or {}).items():
+        for stage, totals in (r.stages or {}).items():
             slot = out.setdefault(RENAMED_STAGES.get(stage, stage), {})  # rows written before a rename
             for key, value in totals.items():
                 if isinstance(value, (int, float)):
@@ -495,12 +345,17 @@ def _retrieval_numbers(run: RunResults) -> dict[str, float]:
     total = lambda key: sum(d.get(key, 0.0) for d in means.values()) if means else math.nan  # noqa: E731
     ext = means.get("extension", {})
     return {
-        "iterations": avg(r.get("iterations") for r in rows),
+        "iterations": avg(r.iterations for r in rows),
         "retrieval_acc": run.retrieval_accuracy,
-        "prompt_words": avg(r.get("final_prompt_words") for r in rows),
-        "references": avg(len(r.get("references") or []) for r in rows),
+        "prompt_words": avg(r.final_prompt_words for r in rows),
+        "references": avg(len(r.references or []) for r in rows),
         "text_searches": total("searches_text"),
         "image_searches": total("searches_image"),
         "extension_in_tokens": ext.get("prompt_tokens", math.nan),
         "extension_out_tokens": ext.get("completion_tokens", math.nan),
     }
+
+
+# The readers moved to run_rows.py; these names stay importable from here.
+__all__ = ["STATUSES", "DataIssue", "PhaseRowT", "RunResults", "load_benchmark_items", "load_run", "loader_options",
+           "read_all_rows", "read_run_meta", "retrieval_summary", "row_status", "run_stand_in_labels", "stage_means"]

@@ -36,14 +36,14 @@ def run_identity(run: RunResults) -> dict[str, Any]:
     """Who made the run: the condition, each model (preset, hub id, revision, backend, stand-in
     flags), the data and the code, from run.json (``None`` where run.json does not say)."""
     meta, prov = run.meta, run.provenance
-    models = prov.get("models") if isinstance(prov.get("models"), dict) else {}
+    models = found if isinstance(found := prov.get("models"), dict) else {}
 
     def model(role: str) -> dict[str, Any]:
         m = dict(models.get(role) or {})
         m.setdefault("preset", meta.get(role))
         return m
 
-    code = prov.get("code") if isinstance(prov.get("code"), dict) else {}
+    code = found if isinstance(found := prov.get("code"), dict) else {}
     data = {"benchmark": meta.get("benchmark"), "path": meta.get("data"),
             "identity": meta.get("benchmark_identity")}
     gen = str(meta.get("generator") or "")

@@ -101,7 +101,7 @@ def corrupt_counts(run_dir: str | Path) -> dict[str, int]:
     """Corrupt lines per phase file still in place (readers skip them; resuming moves them to
     ``<phase>.corrupt.jsonl``), plus lines already moved (key ``<name>.corrupt.jsonl``)."""
     counts: dict[str, int] = {}
-    for path in phase_files(run_dir):
+    for path in phase_files(Path(run_dir)):
         n = len(scan_rows(path).corrupt)
         if n:
             counts[path.name] = n
@@ -116,7 +116,8 @@ def judge_names(run_dir: Path) -> list[str | None]:
     for p in sorted(Path(run_dir).glob("judge*.jsonl")):
         if p.name.endswith(".corrupt.jsonl"):
             continue
-        base = _SHARD.match(p.name).group("base") if _SHARD.match(p.name) else p.stem
+        shard = _SHARD.match(p.name)
+        base = shard.group("base") if shard else p.stem
         name = None if base == "judge" else base.removeprefix("judge-")
         if name not in names:
             names.append(name)

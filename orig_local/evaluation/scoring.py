@@ -233,7 +233,7 @@ def _draw_chunks(blocks, n_total: int, n_boot: int, rng: np.random.Generator,
         g.bit_generator.state = state
     for done in range(0, n_boot, chunk):
         m = min(chunk, n_boot - done)
-        idx = np.empty((m, n_total), dtype=np.int64)
+        idx: np.ndarray = np.empty((m, n_total), dtype=np.int64)
         for (_, start, n), g in zip(blocks, gens, strict=True):
             if n:
                 idx[:, start:start + n] = start + g.integers(0, n, size=(m, n))
@@ -243,7 +243,7 @@ def _draw_chunks(blocks, n_total: int, n_boot: int, rng: np.random.Generator,
 def _draw_all(blocks, n_total: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """The whole ``(n_boot, n_total)`` index matrix at once (the reference :func:`_draw_chunks`
     must reproduce; tests only)."""
-    idx = np.empty((n_boot, n_total), dtype=np.int64)
+    idx: np.ndarray = np.empty((n_boot, n_total), dtype=np.int64)
     for _, start, n in blocks:
         if n:
             idx[:, start:start + n] = start + rng.integers(0, n, size=(n_boot, n))

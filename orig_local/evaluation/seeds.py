@@ -25,7 +25,7 @@ import numpy as np
 
 from orig_local.errors import UsageError
 from orig_local.evaluation.items import CONCEPTS
-from orig_local.evaluation.scoring import PromptScore
+from orig_local.evaluation.scoring import ErrorPolicy, PromptScore
 
 PREFIX = "seed-"
 
@@ -143,7 +143,7 @@ def write_seed_summary(label: str, seed_runs: Sequence[Any], out: Path, *, n_boo
                        seed: int) -> str:
     """seeds.md / seeds.json for one multi-seed run (``seed_runs``: RunResults, one per seed)."""
     from orig_local.evaluation.items import CLASS_ABBREV
-    from orig_local.evaluation.report import _md, _pct, columns_for
+    from orig_local.evaluation.report_format import _md, _pct, columns_for
 
     classes = columns_for(seed_runs)
     table = seed_table([r.prompts for r in seed_runs], classes, n_boot=n_boot, ci=ci, seed=seed)
@@ -181,7 +181,7 @@ def expand_runs(run_dirs: Sequence[str | Path]) -> tuple[list[str], dict[str, li
     return out, groups
 
 
-def seed_report(groups: dict[str, list[Path]], out: Path, *, judge_name: str | None, errors: str, n_boot: int,
+def seed_report(groups: dict[str, list[Path]], out: Path, *, judge_name: str | None, errors: ErrorPolicy, n_boot: int,
                 ci: float, seed: int) -> str:
     """The mean-over-seeds section of the report for each multi-seed run (appended to report.md)."""
     from orig_local.evaluation.results import load_run

@@ -74,9 +74,10 @@ def _cell(run_dir: Path, rid: str, agent: dict, gen: dict, judge: dict, side: in
 def collect(run_dirs: Sequence[str | Path], out_dir: Path, *, judge_name: str | None = None,
             thumb: int = 320) -> dict[str, Any]:
     """The page's data: runs, and items with one cell per run (missing cells: not in that run)."""
-    from orig_local.evaluation.results import read_run_meta, run_stand_in_labels
+    from orig_local.evaluation.run_rows import read_run_meta, run_stand_in_labels
 
-    runs, items = [], {}
+    runs: list[dict[str, Any]] = []
+    items: dict[str, dict[str, Any]] = {}
     for n, d in enumerate(run_dirs):
         run_dir = check_run_dir(d)
         meta = read_run_meta(run_dir)
@@ -85,7 +86,7 @@ def collect(run_dirs: Sequence[str | Path], out_dir: Path, *, judge_name: str | 
             label = f"{label}#{n + 1}"
         agent_rows = read_phase(run_dir, "agent")
         runs.append({"label": label, "dir": str(run_dir), "condition": meta.get("condition"),
-                     "labels": run_stand_in_labels(run_dir, meta, agent_rows)})
+                     "labels": run_stand_in_labels(run_dir, meta, _notes(agent_rows))})
         gen_rows = read_phase(run_dir, "generate")
         judge_rows = read_phase(run_dir, "judge", judge_name)
         for rid in dict.fromkeys([*agent_rows, *gen_rows, *judge_rows]):
@@ -102,6 +103,16 @@ def collect(run_dirs: Sequence[str | Path], out_dir: Path, *, judge_name: str | 
         item["questions"] = sorted(item["questions"].values(), key=lambda q: q["qid"])
         item.update(disagreement(item, [r["label"] for r in runs]))
     return {"runs": runs, "items": sorted(items.values(), key=lambda i: i["id"])}
+
+
+def _notes(agent_rows: dict[str, dict]) -> list[str]:
+    """The labels and notes the (stored) agent rows recorded; non-lists are not notes."""
+    out: list[str] = []
+    for row in agent_rows.values():
+        for key in ("labels", "notes"):
+            value = row.get(key)
+            out += [str(x) for x in value] if isinstance(value, list) else []
+    return out
 
 
 def disagreement(item: dict, labels: Sequence[str]) -> dict[str, Any]:

@@ -102,8 +102,9 @@ async def judge_rubric(judge: RubricJudge, question: Question, image: Any, expla
         verdict.answer = {"consistency": parsed.consistency, "realism": parsed.realism,
                           "aesthetic_quality": parsed.aesthetic_quality,
                           "wiscore": wiscore(parsed.consistency, parsed.realism, parsed.aesthetic_quality)}
-    else:
-        assert isinstance(parsed, VerifiedReply), "the reply was validated against the rubric's schema"
+    elif isinstance(parsed, VerifiedReply):
         verdict.answer = {"score": parsed.score}
         verdict.correct = parsed.score == 1
+    else:  # the chat layer returned no structured reply: a judge failure, never a grade
+        verdict.error = f"the judge's reply did not parse as {schema.__name__}: {reply.text[:200]!r}"
     return verdict

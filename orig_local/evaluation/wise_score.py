@@ -28,6 +28,7 @@ from typing import Literal
 
 from orig_local.errors import DataError
 from orig_local.evaluation.loaders.wise import CATEGORIES
+from orig_local.evaluation.rows import JudgeRow
 from orig_local.evaluation.wise_judge import wiscore
 
 Score = Literal["wiscore", "verified", "statement"]
@@ -67,11 +68,25 @@ class WiseSummary:
         return self.errors == 0 and not math.isnan(self.overall)
 
 
-def item_value(row: dict, score: str) -> float | None:
+def _as_row(row: JudgeRow | dict) -> JudgeRow:
+    """A judge row as its typed record (callers may pass the stored dicts; ``_duplicate`` kept)."""
+    if isinstance(row, JudgeRow):
+        return row
+    typed = JudgeRow.model_validate(row)
+    typed._duplicate = int(row.get("_duplicate") or 0)
+    return typed
+
+
+def _verdicts(row: JudgeRow) -> list[dict]:
+    return [v for v in (row.verdicts if isinstance(row.verdicts, list) else []) if isinstance(v, dict)]
+
+
+def item_value(row: JudgeRow | dict, score: str) -> float | None:
     """The item's value under ``score`` (0..1), or None when it failed or was not judged so."""
-    if row.get("error") or row.get("_duplicate"):
+    row = _as_row(row)
+    if row.error or row.duplicate:
         return None  # a failed item, or an id with several rows (which one is right is not decided here)
-    verdicts = {v.get("qid"): v for v in (row.get("verdicts") or []) if isinstance(v, dict)}
+    verdicts = {v.get("qid"): v for v in _verdicts(row)}
     v = verdicts.get(score)
     if v is None or v.get("error"):
         return None
@@ -83,8 +98,8 @@ def item_value(row: dict, score: str) -> float | None:
             return None  # missing, out of the 0-2 scale, or not a number ("2", true): not a grade
         return wiscore(answer["consistency"], answer["realism"], answer["aesthetic_quality"])
     if score == "verified":
-        score = answer.get("score") if isinstance(answer, dict) else None
-        return float(score) if type(score) is int and score in (0, 1) else None  # true/"1" are not scores
+        given = answer.get("score") if isinstance(answer, dict) else None
+        return float(given) if type(given) is int and given in (0, 1) else None  # true/"1" are not scores
     return None if v.get("correct") is None else float(bool(v["correct"]))
 
 
@@ -116,7 +131,7 @@ def authors_category(item_id: str, category: str, release: str | None) -> str:
     return _category_by_id(n, release, None) or category  # type: ignore[arg-type]
 
 
-def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release: str | None = None,
+def summarize(rows: Iterable[JudgeRow | dict], score: str, errors: str = "exclude", release: str | None = None,
               expected: int | None = None) -> WiseSummary:
     """Score judge rows (``{"id", "category", "verdicts", "error"}``) under ``score``; with the
     data's ``release`` known, items are counted in the category WISE's calculators give them
@@ -128,18 +143,19 @@ def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release
     sums = {c: 0.0 for c in CATEGORIES}
     counts = {c: 0 for c in CATEGORIES}
     out = WiseSummary(score, {}, counts)
-    for row in rows:
+    for stored in rows:
+        row = _as_row(stored)
         out.items += 1
-        cat = row.get("category")
+        cat = row.category
         if cat not in sums:
-            raise DataError(f"judge row {row.get('id')} has category {cat!r}, not a WISE category "
+            raise DataError(f"judge row {row.id} has category {cat!r}, not a WISE category "
                             f"({', '.join(CATEGORIES)}): judged with an older loader? rerun the judge phase")
         if score != "statement":
-            cat = authors_category(str(row.get("id")), cat, release)
+            cat = authors_category(row.id, cat, release)
         value = item_value(row, score)
         if value is None:
             out.errors += 1
-            out.error_ids.append(str(row.get("id")))
+            out.error_ids.append(row.id)
             if errors != "false":
                 continue
             value = 0.0
@@ -153,9 +169,9 @@ def summarize(rows: Iterable[dict], score: str, errors: str = "exclude", release
     return out
 
 
-def judged_scores(rows: Iterable[dict]) -> list[str]:
+def judged_scores(rows: Iterable[JudgeRow | dict]) -> list[str]:
     """Which of the scores the judge produced in these rows (by verdict id)."""
-    qids = {v.get("qid") for r in rows for v in (r.get("verdicts") or []) if isinstance(v, dict)}
+    qids = {v.get("qid") for r in rows for v in _verdicts(_as_row(r))}
     return [s for s in SCORES if s in qids]
 
 
@@ -216,24 +232,25 @@ def run_summary(run_dir: str | Path, score: str | None = None, judge_name: str |
                      expected=expected if isinstance(expected, int) else None)
 
 
-def _select(rows: list[dict], ids: Sequence[str] | None, classes: Sequence[str] | None) -> list[dict]:
+def _select(rows: list[JudgeRow], ids: Sequence[str] | None, classes: Sequence[str] | None) -> list[JudgeRow]:
     if ids:
         wanted_ids = set(ids)
-        rows = [r for r in rows if r.get("id") in wanted_ids]
+        rows = [r for r in rows if r.id in wanted_ids]
     if classes:
         from orig_local.evaluation.loaders.wise import class_filter
 
         wanted = class_filter(classes) or set()
-        rows = [r for r in rows if r.get("category") in wanted]
+        rows = [r for r in rows if r.category in wanted]
     return rows
 
 
-def _judge_rows(run_dir: Path, judge_name: str | None) -> list[dict]:
+def _judge_rows(run_dir: Path, judge_name: str | None) -> list[JudgeRow]:
     """One row per id over the main and shard files; an id with several rows is kept once,
-    marked ``_duplicate`` (counted as an error, never "first row wins")."""
-    from orig_local.evaluation.results import _by_id, read_all_rows
+    marked duplicate (counted as an error, never "first row wins")."""
+    from orig_local.evaluation.run_rows import _by_id, read_all_rows
 
-    return list(_by_id(read_all_rows(run_dir, "judge", judge_name), "judge", []).values())
+    rows = [r for r in read_all_rows(run_dir, "judge", judge_name) if isinstance(r, JudgeRow)]
+    return list(_by_id(rows, "judge", []).values())
 
 
 def _cell(x: float) -> str:

@@ -185,7 +185,12 @@ class DiffusersGenerator:
             pipe.vae.enable_tiling()
         if cfg.vae_slicing:
             pipe.vae.enable_slicing()
+        if not (cfg.attention_backend or cfg.torch_compile):
+            return
         denoiser = getattr(pipe, "transformer", None) or getattr(pipe, "unet", None)
+        if denoiser is None:
+            raise ConfigError(f"{type(pipe).__name__} has no transformer or unet: generator.attention_backend "
+                              "and generator.torch_compile do not apply to it")
         if cfg.attention_backend:
             denoiser.set_attention_backend(cfg.attention_backend)
         if cfg.torch_compile:
@@ -253,6 +258,8 @@ class DiffusersGenerator:
         if params["negative_prompt"] is not None:
             kwargs["negative_prompt"] = params["negative_prompt"]
         if references:
+            if self.reference_kwarg is None:  # capacity() is 0 for such pipelines: a caller's slip
+                raise UsageError(f"{self.pipeline_class} takes no reference images ({len(references)} given)")
             kwargs[self.reference_kwarg] = references if self.reference_as_list else references[0]
         kwargs.update(extras)
         return kwargs

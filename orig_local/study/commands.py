@@ -26,10 +26,10 @@ def eval_command(plan: Plan, run: RunSpec, phase: str, *, server_url: str | None
     phase talks to (the backbone for ``agent``, the judge for ``judge``/``retrieval``)."""
     cmd = _orig() + ["--quiet", "eval", "--out", str(plan.run_dir(run)), "--phase", phase,
                      "--benchmark", plan.benchmark, "--data", str(Path(plan.data).expanduser()),
-                     "--condition", run.condition, "--generator", run.generator,
+                     "--condition", run.condition, "--generator", run.generator_preset,
                      "--judge", plan.judge.preset, "--label", run.label]
     if run.uses_backbone:
-        cmd += ["--backbone", run.backbone]
+        cmd += ["--backbone", run.backbone_preset]
     if plan.judge.name:
         cmd += ["--judge-name", plan.judge.name]
     if plan.classes:
@@ -64,12 +64,12 @@ def config_overrides(plan: Plan, run: RunSpec) -> list[str]:
     line: its flags as config keys, then :func:`run_overrides`."""
     import json
 
-    flags = [f"agent.condition={run.condition}", f"generator.preset={run.generator}",
+    flags = [f"agent.condition={run.condition}", f"generator.preset={run.generator_preset}",
              f"judge.preset={plan.judge.preset}", f"eval.benchmark={plan.benchmark}",
              f"eval.data={json.dumps(str(Path(plan.data).expanduser()))}", f"eval.label={json.dumps(run.label)}",
              f"eval.include_others={str(plan.include_others).lower()}"]
     if run.uses_backbone:
-        flags.append(f"backbone.preset={run.backbone}")
+        flags.append(f"backbone.preset={run.backbone_preset}")
     if plan.judge.name:
         flags.append(f"eval.judge_name={plan.judge.name}")
     if plan.classes:

@@ -32,7 +32,7 @@ def _agent_switches() -> set[str]:
 class RunSpec(StrictModel):
     """One run: a condition with its models and agent switches (paper Tables 3-5)."""
 
-    label: str | None = None  # run folder name and report row; default built from the fields
+    label: str = ""  # run folder name and report row; "" (or null): built from the fields
     condition: str = "orig"  # a name of orig_local.conditions.CONDITIONS
     backbone: str | None = None  # chat preset served for the agent phase; ignored by `direct`
     generator: str | None = None  # generator preset (default: the plan's)
@@ -45,6 +45,11 @@ class RunSpec(StrictModel):
     def _known_condition(cls, value: str) -> str:
         condition(value)  # the registry as it is now (a new ConditionSpec entry counts)
         return value
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _no_label(cls, value: Any) -> Any:
+        return "" if value is None else value  # `label: null` in a plan means "build it"
 
     @field_validator("agent")
     @classmethod
@@ -84,6 +89,21 @@ class RunSpec(StrictModel):
         if self.generator:
             parts.append(self.generator)
         return "_".join(parts)
+
+    # A validated Plan fills every run's generator and (where used) backbone from its
+    # defaults; these say so to the type checker and fail clearly on a bare RunSpec.
+    @property
+    def generator_preset(self) -> str:
+        if self.generator is None:
+            raise ConfigError(f"run {self.label or self.default_label()!r} has no generator (set `generator:`)")
+        return self.generator
+
+    @property
+    def backbone_preset(self) -> str:
+        """The served backbone of a run that uses one."""
+        if not self.uses_backbone or self.backbone is None:
+            raise ConfigError(f"run {self.label or self.default_label()!r} ({self.condition}) has no backbone")
+        return self.backbone
 
 
 def _unset() -> list[Any]:
@@ -250,10 +270,10 @@ class Plan(StrictModel):
 
     def backbones(self) -> list[str]:
         """Backbone presets in first-use order (servers start in this order)."""
-        return list(dict.fromkeys(r.backbone for r in self.runs if r.uses_backbone and r.backbone))
+        return list(dict.fromkeys(r.backbone_preset for r in self.runs if r.uses_backbone))
 
-    def generators(self) -> list[str]:  # validation gave every run one
-        return list(dict.fromkeys(r.generator for r in self.runs if r.generator))
+    def generators(self) -> list[str]:
+        return list(dict.fromkeys(r.generator_preset for r in self.runs))
 
     def phases(self, run: RunSpec) -> list[str]:
         """The phases this run goes through, in order."""

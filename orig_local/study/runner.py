@@ -21,17 +21,25 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 
 from orig_local.errors import PreflightError, UsageError
 from orig_local.evaluation.rundir import phase_file
 from orig_local.study.commands import eval_command, report_command
+from orig_local.study.folder import EventLog, StudyLock, running_study
 from orig_local.study.plan import Plan, RunSpec
 from orig_local.study.progress import RowCounter, wait_with_progress
-from orig_local.study.schedule import Step, build_schedule, render_schedule
+from orig_local.study.schedule import (
+    CopyStep,
+    GenerateGroupStep,
+    PhaseStep,
+    ServerStep,
+    StopStep,
+    build_schedule,
+    render_schedule,
+)
 from orig_local.study.servers import StudyServer
-from orig_local.study.status import select_ids, status_table, study_status
+from orig_local.study.status import PhaseCounts, select_ids, status_table, study_status
 
 # `orig eval` exit statuses (see docs/evaluation.md); anything else is a failure too.
 EXIT_OK, EXIT_ITEMS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -39,81 +47,6 @@ EXIT_OK, EXIT_ITEMS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 class StudyInterrupted(BaseException):
     """Ctrl-C or SIGTERM: a BaseException, so no ``except Exception`` on the way swallows it."""
-
-
-class EventLog:
-    """``<out>/study.jsonl``: one line per server start/stop and phase, for people and tests."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-
-    def write(self, event: str, **fields) -> None:
-        row = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "event": event, "pid": os.getpid(), **fields}
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-
-class StudyLock:
-    """One study process per study folder (a second one would run the same phases twice).
-    An ``flock``: released by the kernel when the holder dies, however it dies."""
-
-    def __init__(self, out: Path):
-        self.path = out / "study.lock"
-        self.fd = None
-
-    def __enter__(self) -> StudyLock:
-        import fcntl
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise UsageError(f"another `orig study` (pid {holder}) is running on {self.path.parent}",
-                             hint="wait for it, or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self.fd = fd
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def running_study(out: Path) -> str | None:
-    """'pid N: <what it is doing>' when a study holds ``out``'s lock, else None."""
-    import fcntl
-
-    path = out / "study.lock"
-    if not path.is_file():
-        return None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return None  # nobody holds it
-    except BlockingIOError:
-        pid = path.read_text().strip() or "?"
-    finally:
-        os.close(fd)
-    doing = "starting"
-    events = out / "study.jsonl"
-    if events.is_file():
-        for line in reversed(events.read_text(encoding="utf-8").splitlines()):
-            row = json.loads(line) if line.strip() else {}
-            if row.get("event") == "phase_start":
-                doing = f"{row['phase']} of {row['run']} since {row['at']}"
-                break
-            if row.get("event") in ("server_start", "server_ready"):
-                doing = f"{row['role']} server {row['model']} ({row['event']} at {row['at']})"
-                break
-    return f"pid {pid}: {doing}"
 
 
 def stop_process_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
@@ -187,7 +120,7 @@ class StudyRunner:
         except subprocess.TimeoutExpired:
             return None
 
-    def run_phase(self, step: Step) -> None:
+    def run_phase(self, step: PhaseStep) -> None:
         run, phase = step.run, step.phase
         if run.label in self.blocked:
             self.echo(f"    skip {phase} of {run.label}: {self.blocked[run.label]}")
@@ -214,7 +147,7 @@ class StudyRunner:
             raise StudyInterrupted(f"{phase} of {run.label} was interrupted")
         self.outcome(run, phase, rc, log_path, seconds=seconds)
 
-    def run_generate_group(self, step: Step) -> None:
+    def run_generate_group(self, step: GenerateGroupStep) -> None:
         """Every run's generate phase of one generator in one process, the generator loaded
         once (per distinct settings) and unloaded at the end; outcomes per run, as orig eval's."""
         from orig_local.study.commands import generate_group_command, generate_job
@@ -269,7 +202,7 @@ class StudyRunner:
             self.failures.append(f"{run.label}/{phase}: {why}")
             self.echo(f"    {phase:<9} {run.label}: FAILED ({why}); log {log_path}:\n{_tail(log_path)}")
 
-    def copy_agent(self, step: Step) -> None:
+    def copy_agent(self, step: CopyStep) -> None:
         from orig_local.study.share import copy_agent_rows
 
         run, source = step.run, step.source
@@ -281,7 +214,7 @@ class StudyRunner:
         self.events.write("agent_copied", run=run.label, source=source.label, **counts)
         self.echo(f"    agent     {run.label}: {counts['copied']} row(s) shared from {source.label}")
 
-    def start_server(self, step: Step) -> None:
+    def start_server(self, step: ServerStep) -> None:
         self.echo(f"start {step.role} server {step.model} ...")
         server = StudyServer(self.plan, step.model, step.role, self.logs / f"server-{step.role}-{step.model}.log")
         self.events.write("server_start", role=step.role, model=step.model)
@@ -332,7 +265,7 @@ class StudyRunner:
         if not self.ids:
             raise UsageError("the plan selects no benchmark items (check data, classes, ids, limit)")
         steps = build_schedule(self.plan, study_status(self.plan, self.ids), self.retry_failed)
-        if any(step.kind == "server" for step in steps):
+        if any(isinstance(step, ServerStep) for step in steps):
             from orig_local.study.servers import preflight
 
             preflight(self.plan)
@@ -342,15 +275,15 @@ class StudyRunner:
         try:
             for step in steps:
                 self._check_interrupted()
-                if step.kind == "server":
+                if isinstance(step, ServerStep):
                     self.start_server(step)
-                elif step.kind == "stop":
+                elif isinstance(step, StopStep):
                     self.stop_server()
-                elif step.kind == "phase":
+                elif isinstance(step, PhaseStep):
                     self.run_phase(step)
-                elif step.kind == "copy":
+                elif isinstance(step, CopyStep):
                     self.copy_agent(step)
-                elif step.kind == "generate_group":
+                elif isinstance(step, GenerateGroupStep):
                     self.run_generate_group(step)
                 else:
                     self.report()
@@ -393,7 +326,7 @@ def _tail(path: Path, n: int = 8) -> str:
     return "\n".join("      | " + line for line in lines)
 
 
-def write_status_page(plan: Plan, status, path: Path) -> Path:
+def write_status_page(plan: Plan, status: dict[str, dict[str, PhaseCounts]], path: Path) -> Path:
     """The study's own page beside the report: every run's phases, failed runs marked."""
     lines = [f"# Study {plan.name or ''}", ""]
     failed = [r.label for r in plan.runs if any(c.failed for c in status[r.label].values())]
@@ -419,7 +352,6 @@ def dry_run(plan: Plan, *, retry_failed: bool = False) -> str:
     """The schedule, without running anything. Without the benchmark data at hand (planning on
     another machine) every phase counts as pending and the item count as unknown."""
     from orig_local.errors import DataError
-    from orig_local.study.status import PhaseCounts
 
     try:
         ids = select_ids(plan)
@@ -432,3 +364,8 @@ def dry_run(plan: Plan, *, retry_failed: bool = False) -> str:
                 + f"\n\n(no data: {exc.one_line()}; every phase is shown as pending)")
     steps = build_schedule(plan, study_status(plan, ids), retry_failed)
     return render_schedule(plan, steps, len(ids))
+
+
+# running_study and StudyLock live in study/folder.py; importable from here as before
+__all__ = ["EXIT_INTERRUPTED", "EXIT_ITEMS_FAILED", "EXIT_OK", "EXIT_USAGE", "EventLog", "StudyInterrupted", "StudyLock",
+           "StudyRunner", "dry_run", "run_study", "running_study", "stop_process_group", "write_status_page"]

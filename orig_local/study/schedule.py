@@ -18,7 +18,7 @@ Model loads: one per server start; per generator, one (grouped; one more per dis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from orig_local.study.plan import Plan, RunSpec
 from orig_local.study.status import PhaseCounts
@@ -26,32 +26,70 @@ from orig_local.study.status import PhaseCounts
 
 @dataclass
 class Step:
-    # "server" (start) | "stop" | "phase" | "copy" (agent rows from `source`) |
-    # "generate_group" (the generate phases of `group`, one process) | "report"
-    kind: str
-    role: str | None = None  # backbone | judge (servers)
-    model: str | None = None  # preset of the server / generator of a generate phase
-    run: RunSpec | None = None
-    phase: str | None = None
-    todo: int = 0  # items the phase has left (pending, + failed with retry) when scheduled
-    source: RunSpec | None = None  # copy: the run whose agent rows are shared
-    group: list[Step] | None = None  # generate_group: one generate step per run, one process
+    """One step of the schedule; its kind is its class (servers, phases, copies, the report)."""
+
+    todo: int = field(default=0, kw_only=True)  # items left (pending, + failed with retry) when scheduled
 
     def describe(self) -> str:
-        if self.kind == "server":
-            return f"start {self.role} server  {self.model}"
-        if self.kind == "stop":
-            return f"stop {self.role} server   {self.model}"
-        if self.kind == "copy":
-            return f"{'agent':<9} {self.run.label}  (shared: rows copied from {self.source.label})"
-        if self.kind == "generate_group":
-            runs = "\n".join(f"           - {s.run.label}" + (f"  ({s.todo} item(s) to do)" if s.todo else "")
-                             for s in self.group)
-            return f"generate  {self.model}: one process, {len(self.group)} run(s)\n{runs}"
-        if self.kind == "report":
-            return "report                  every run side by side"
+        raise NotImplementedError
+
+
+@dataclass
+class ServerStep(Step):
+    role: str  # backbone | judge
+    model: str  # the preset served
+
+    def describe(self) -> str:
+        return f"start {self.role} server  {self.model}"
+
+
+@dataclass
+class StopStep(Step):
+    role: str
+    model: str
+
+    def describe(self) -> str:
+        return f"stop {self.role} server   {self.model}"
+
+
+@dataclass
+class PhaseStep(Step):
+    run: RunSpec
+    phase: str
+
+    def describe(self) -> str:
         what = f"{self.phase:<9} {self.run.label}"
         return f"{what}  ({self.todo} item(s) to do)" if self.todo else what
+
+
+@dataclass
+class CopyStep(Step):
+    """The agent rows of ``run`` copied from ``source`` (a shared agent phase)."""
+
+    run: RunSpec
+    source: RunSpec
+
+    def describe(self) -> str:
+        return f"{'agent':<9} {self.run.label}  (shared: rows copied from {self.source.label})"
+
+
+@dataclass
+class GenerateGroupStep(Step):
+    """The generate phases of ``group``, one process, the generator loaded once."""
+
+    model: str
+    group: list[PhaseStep]
+
+    def describe(self) -> str:
+        runs = "\n".join(f"           - {s.run.label}" + (f"  ({s.todo} item(s) to do)" if s.todo else "")
+                         for s in self.group)
+        return f"generate  {self.model}: one process, {len(self.group)} run(s)\n{runs}"
+
+
+@dataclass
+class ReportStep(Step):
+    def describe(self) -> str:
+        return "report                  every run side by side"
 
 
 def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_failed: bool = False) -> list[Step]:
@@ -74,15 +112,14 @@ def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_
               and ((r.label, "agent") in todo or (sources[r.label], "agent") in todo)]
 
     def phase_steps(runs: list[RunSpec], phase: str) -> list[Step]:
-        out = []
+        out: list[Step] = []
         for r in runs:
             if phase == "agent" and sources[r.label] != r.label:
                 continue  # a copy step, placed after its source below
             if (r.label, phase) in todo:
-                out.append(Step("phase", run=r, phase=phase, todo=todo[(r.label, phase)],
-                                model=r.generator if phase == "generate" else None))
+                out.append(PhaseStep(r, phase, todo=todo[(r.label, phase)]))
             if phase == "agent":
-                out += [Step("copy", run=c, phase="agent", source=r) for c in copies if sources[c.label] == r.label]
+                out += [CopyStep(c, r) for c in copies if sources[c.label] == r.label]
         return out
 
     steps: list[Step] = []
@@ -91,9 +128,9 @@ def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_
     for backbone in plan.backbones():
         group = [r for r in plan.runs if r.uses_backbone and r.backbone == backbone]
         work = phase_steps(group, "agent")
-        if any(s.kind == "phase" for s in work):
-            steps += ([Step("server", role="backbone", model=backbone)] if plan.serve else []) + work
-            steps += [Step("stop", role="backbone", model=backbone)] if plan.serve else []
+        if any(isinstance(s, PhaseStep) for s in work):
+            steps += ([ServerStep("backbone", backbone)] if plan.serve else []) + work
+            steps += [StopStep("backbone", backbone)] if plan.serve else []
         else:
             steps += work  # only copies: no server needed
     # 3. generation grouped by generator: one process per generator (grouped) or per run
@@ -101,25 +138,25 @@ def build_schedule(plan: Plan, status: dict[str, dict[str, PhaseCounts]], retry_
         work = phase_steps([r for r in plan.runs if r.generator == generator], "generate")
         if plan.generation == "grouped" and work:
             # runs with equal generator settings next to each other: one instance serves them all
-            work.sort(key=lambda s: generator_settings(plan, s.run))
-            steps.append(Step("generate_group", model=generator, phase="generate", group=work,
-                              todo=sum(s.todo for s in work)))
+            batch = [s for s in work if isinstance(s, PhaseStep)]  # generate: phase steps only
+            batch.sort(key=lambda s: generator_settings(plan, s.run))
+            steps.append(GenerateGroupStep(generator, batch, todo=sum(s.todo for s in batch)))
         else:
             steps += work
     # 4. one judge server for judging and retrieval accuracy
     work = phase_steps(plan.runs, "judge") + phase_steps(plan.runs, "retrieval")
     if work:
-        steps += ([Step("server", role="judge", model=plan.judge.preset)] if plan.serve else []) + work
-        steps += [Step("stop", role="judge", model=plan.judge.preset)] if plan.serve else []
-    steps.append(Step("report"))
+        steps += ([ServerStep("judge", plan.judge.preset)] if plan.serve else []) + work
+        steps += [StopStep("judge", plan.judge.preset)] if plan.serve else []
+    steps.append(ReportStep())
     return steps
 
 
-def generator_settings(plan: Plan, run: RunSpec) -> tuple:
+def generator_settings(plan: Plan, run: RunSpec) -> tuple[str, tuple[str, ...]]:
     """What decides whether two runs can share a generator instance: the preset and any
     ``generator.*`` override (config files are the same for every run)."""
     sets = [s for s in list(plan.set) + list(run.set) if s.startswith("generator.")]
-    return (run.generator, tuple(sets))
+    return (run.generator_preset, tuple(sets))
 
 
 def model_loads(plan: Plan, steps: list[Step]) -> dict[str, dict]:
@@ -131,18 +168,20 @@ def model_loads(plan: Plan, steps: list[Step]) -> dict[str, dict]:
         entry["loads"] += 1
 
     for step in steps:
-        if step.kind == "server":
+        if isinstance(step, ServerStep):
             add(step.model, f"vLLM server ({step.role})")
-        elif step.kind == "generate_group":
+        elif isinstance(step, GenerateGroupStep):
             for _ in dict.fromkeys(generator_settings(plan, s.run) for s in step.group):
                 add(step.model, "in-process, one process for all its runs (per distinct generator.* settings)")
-        elif step.kind == "phase" and step.phase == "generate":
-            add(step.model, "in-process, one `orig eval --phase generate` per run, back to back")
-        elif step.kind == "phase" and step.phase == "agent" and step.run.retrieves:
+        if not isinstance(step, PhaseStep):
+            continue
+        if step.phase == "generate":
+            add(step.run.generator_preset, "in-process, one `orig eval --phase generate` per run, back to back")
+        elif step.phase == "agent" and step.run.retrieves:
             add("CLIP embedder (embed.preset)", "in-process, once per retrieving agent phase (small)")
-        if step.kind == "phase" and not plan.serve and step.phase == "agent" and step.run.uses_backbone:
-            add(step.run.backbone, "per agent phase (serve: false: the config's backend)")
-        elif step.kind == "phase" and not plan.serve and step.phase in ("judge", "retrieval"):
+        if not plan.serve and step.phase == "agent" and step.run.uses_backbone:
+            add(step.run.backbone_preset, "per agent phase (serve: false: the config's backend)")
+        elif not plan.serve and step.phase in ("judge", "retrieval"):
             add(plan.judge.preset, "per judge/retrieval phase (serve: false: the config's backend)")
     return loads
 
@@ -170,12 +209,12 @@ def render_schedule(plan: Plan, steps: list[Step], n_items: int) -> str:
     indent = ""
     for i, step in enumerate(steps, 1):
         text = step.describe()
-        if step.kind == "server":
+        if isinstance(step, ServerStep):
             text += f"  (tensor_parallel_size {tensor_parallel(plan, step.model)}, {server_gpus(plan)})"
-        if step.kind == "stop":
+        if isinstance(step, StopStep):
             indent = ""
         lines.append(f"{i:>3}. {indent}{text}")
-        if step.kind == "server":
+        if isinstance(step, ServerStep):
             indent = "    "
     lines.append("")
     lines += agent_phase_lines(plan)

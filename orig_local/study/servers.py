@@ -9,9 +9,13 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orig_local.errors import PreflightError
 from orig_local.study.plan import Plan
+
+if TYPE_CHECKING:
+    from orig_local.llm.local_server import ServerProcess
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +63,16 @@ class StudyServer:
 
     def __init__(self, plan: Plan, preset_name: str, role: str, log_path: Path):
         self.plan, self.preset_name, self.role, self.log_path = plan, preset_name, role, log_path
-        self.process = None  # ServerProcess once started
+        self.process: ServerProcess | None = None  # once started
+
+    def _started(self) -> ServerProcess:
+        if self.process is None:
+            raise RuntimeError(f"the {self.role} server for {self.preset_name} has not been started")
+        return self.process
 
     @property
     def base_url(self) -> str:
-        return self.process.base_url
+        return self._started().base_url
 
     def command(self) -> list[str]:
         from orig_local.llm.local_server import free_port
@@ -71,6 +80,8 @@ class StudyServer:
         from orig_local.presets import load_preset
 
         preset = load_preset(self.preset_name)
+        if preset.serve is None:  # check_presets refuses such a plan; a direct caller gets this
+            raise PreflightError(f"preset {self.preset_name!r} has no `serve` section: it cannot be served by vLLM")
         tp = tensor_parallel(self.plan, self.preset_name)
         if tp != preset.serve.tensor_parallel_size:
             preset = preset.model_copy(update={"serve": preset.serve.model_copy(update={"tensor_parallel_size": tp})})
@@ -93,11 +104,11 @@ class StudyServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # Through the guard: the server dies with the study even if the study is SIGKILLed.
         guarded = [sys.executable, "-m", "orig_local.study.guard", *command]
-        self.process = ServerProcess(guarded, host=self.plan.host, port=self._port,
-                                     model=served_model_name(self._preset), env=server_env(self.plan),
-                                     startup_timeout_s=self.plan.startup_timeout_s, log_path=self.log_path)
+        process = self.process = ServerProcess(guarded, host=self.plan.host, port=self._port,
+                                               model=served_model_name(self._preset), env=server_env(self.plan),
+                                               startup_timeout_s=self.plan.startup_timeout_s, log_path=self.log_path)
         try:
-            self.process.start()
+            process.start()
             self.check_model()
         except ServerStartError as exc:
             self.stop()
@@ -113,16 +124,17 @@ class StudyServer:
         """GET /v1/models must list the model name the phases will send."""
         import httpx
 
+        process = self._started()
         try:
-            reply = httpx.get(f"{self.process.base_url}/models", timeout=10.0, trust_env=False)
+            reply = httpx.get(f"{process.base_url}/models", timeout=10.0, trust_env=False)
             reply.raise_for_status()
             served = [m.get("id") for m in reply.json().get("data", [])]
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             raise PreflightError(f"the {self.role} server for {self.preset_name} answers /health but not "
                                  f"/v1/models ({type(exc).__name__}: {exc})", hint=f"see {self.log_path}") from None
-        if self.process.model not in served:
+        if process.model not in served:
             raise PreflightError(f"the {self.role} server for {self.preset_name} serves {served}, "
-                                 f"not {self.process.model!r}", hint=f"see {self.log_path}")
+                                 f"not {process.model!r}", hint=f"see {self.log_path}")
 
     def alive(self) -> bool:
         return self.process is not None and self.process.process is not None and self.process.process.poll() is None

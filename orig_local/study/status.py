@@ -109,7 +109,8 @@ def status_table(plan: Plan, status: dict[str, dict[str, PhaseCounts]], markdown
             state = "done"
         else:
             state = "pending"
-        rows.append([run.label, run.condition, run.backbone if run.uses_backbone else "-", run.generator, *cells, state])
+        rows.append([run.label, run.condition, run.backbone_preset if run.uses_backbone else "-", run.generator_preset,
+                     *cells, state])
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -124,7 +125,7 @@ def status_table(plan: Plan, status: dict[str, dict[str, PhaseCounts]], markdown
 
 
 def describe(run: RunSpec) -> str:
-    bits = [run.condition]
+    bits: list[str] = [run.condition]
     if run.uses_backbone:
         bits.append(f"backbone {run.backbone}")
     bits.append(f"generator {run.generator}")

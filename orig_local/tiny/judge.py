@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from orig_local.tiny.qwen_vl import TINY_VERSION as _BASE_VERSION
 from orig_local.tiny.qwen_vl import build_model, build_processor
@@ -73,7 +74,7 @@ def judge_example(rng: random.Random, red: bool) -> list[dict]:
     content.append({"type": "text", "text": text})
     if rng.random() < 0.3:  # text before the image, as some prompts put it
         content.insert(0, {"type": "text", "text": "Generated image:"})
-    messages = []
+    messages: list[dict[str, Any]] = []
     sys_text = rng.choice(_SYSTEMS)
     if sys_text:
         messages.append({"role": "system", "content": sys_text})
@@ -86,7 +87,9 @@ def _batch(processor, rng: random.Random, n: int):
     import torch
 
     tok = processor.tokenizer
-    prompts, answers, images = [], [], []
+    prompts: list[str] = []
+    answers: list[str] = []
+    images: list[Any] = []
     for _ in range(n):
         red = rng.random() < 0.5
         messages = judge_example(rng, red)

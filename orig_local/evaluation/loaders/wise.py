@@ -274,7 +274,8 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
         raise BenchmarkFormatError(f"WISE judge protocols must be among {', '.join(PROTOCOLS)}, not {list(protocols)}")
     wanted = class_filter(classes)
     src, rows = read(path, variant)
-    items, seen = [], {}
+    items: list[BenchmarkItem] = []
+    seen: dict[str, Path] = {}
     skipped: list[str] = []
     for f, row in rows:
         try:

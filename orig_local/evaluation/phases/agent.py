@@ -53,7 +53,8 @@ def run_agent_phase(items: Sequence[BenchmarkItem], run_dir: Path, agent: AgentF
                         base=lambda it: {"id": it.id, "category": it.category, "prompt": it.prompt},
                         concurrency=concurrency, progress=progress,
                         max_consecutive_failures=max_consecutive_failures, aclose=aclose)
-    summary.update(replies)  # how many replies came from the chat cache, in run.json too
+    # how many replies came from the chat cache (run.json keeps them too)
+    summary.replies, summary.from_cache = replies["replies"], replies["from_cache"]
     return summary
 
 

@@ -60,11 +60,11 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return (i_, n_)
 
 
-def shard_from_env(env: dict | None = None) -> tuple[int, int] | None:
+def shard_from_env(env: Mapping[str, str] | None = None) -> tuple[int, int] | None:
     """(RANK, WORLD_SIZE) when launched by ``accelerate launch`` / ``torchrun`` with >1 process."""
-    env = os.environ if env is None else env
+    where: Mapping[str, str] = os.environ if env is None else env
     try:
-        rank, world = int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1"))
+        rank, world = int(where.get("RANK", "0")), int(where.get("WORLD_SIZE", "1"))
     except ValueError:
         return None
     return (rank, world) if world > 1 else None
@@ -169,21 +169,3 @@ def phase_store(run_dir: Path, phase: str, shard: tuple[int, int], judge_name: s
 
 async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
-
-
-def summary_line(summary: Mapping[str, Any]) -> str:
-    """One readable line for a phase summary (``orig eval`` prints it; ``--json`` prints the dict):
-    ``judge: ran 3 (ok 2, degraded 0, failed 1), skipped 5, waiting 0 in 12.3 s -> judge.jsonl``."""
-    s = summary
-    parts = f"{s['phase']}: ran {s['ran']} (ok {s['ok']}, degraded {s['degraded']}, failed {s['failed']})"
-    if s.get("skipped"):
-        earlier = ", ".join(f"{k} {v}" for k, v in sorted((s.get("earlier") or {}).items()))
-        parts += f", skipped {s['skipped']} already done" + (f" ({earlier})" if earlier else "")
-    if s.get("waiting"):
-        parts += f", {s['waiting']} waiting for the previous phase"
-    parts += f" in {float(s.get('seconds') or 0):.1f} s"
-    if s.get("file"):
-        parts += f" -> {s['file']}"
-    if s.get("stopped"):
-        parts += f"; STOPPED: {s['stopped']}"
-    return parts

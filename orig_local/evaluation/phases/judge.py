@@ -52,7 +52,8 @@ def run_judge_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Judge,
     summary = run_items("judge", todo, store, summary, work, concurrency=concurrency, progress=progress,
                         max_consecutive_failures=max_consecutive_failures,
                         **judged("judge", judge, judge_name, close, {"verdicts": [], "score": None}))
-    summary.update(replies)  # how many verdicts came from the chat cache, in run.json too
+    # how many replies came from the chat cache (run.json keeps them too)
+    summary.replies, summary.from_cache = replies["replies"], replies["from_cache"]
     return summary
 
 

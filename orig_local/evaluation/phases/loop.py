@@ -20,6 +20,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orig_local.errors import OrigError
@@ -36,43 +37,54 @@ log = logging.getLogger(__name__)
 STATUSES = ("ok", "degraded", "failed")
 
 
-class PhaseSummary(dict):
-    """What one phase did: a dict (JSON as is, read as ``summary["ran"]`` like the summaries
-    before it) whose keys are also attributes. ``errors`` mirrors ``failed`` for older callers."""
+@dataclass
+class PhaseSummary:
+    """What one phase did (``orig eval --json`` prints :meth:`to_dict`; run.json's history keeps
+    part of it). Every field is declared: a misspelt one is a type error, not a new key."""
 
-    def __init__(self, phase: str, **counts: Any):
-        super().__init__(
-            phase=phase,
-            ran=0,
-            skipped=0,  # already in the phase file
-            waiting=0,  # no input row from the previous phase yet
-            ok=0, degraded=0, failed=0,  # this invocation's rows by status
-            errors=0,  # = failed
-            seconds=0.0,
-            stopped=None,  # the circuit breaker's message, when it tripped
-            earlier={},  # statuses of the selected items finished by an earlier invocation (skipped now)
-            file=None,
-        )
-        for key, value in counts.items():
-            setattr(self, key, value)
+    phase: str
+    ran: int = 0
+    skipped: int = 0  # already in the phase file
+    waiting: int = 0  # no input row from the previous phase yet
+    ok: int = 0  # this invocation's rows by status
+    degraded: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    stopped: str | None = None  # the circuit breaker's message, when it tripped
+    # statuses of the selected items finished by an earlier invocation (skipped now)
+    earlier: dict[str, int] = field(default_factory=dict)
+    file: str | None = None
+    # chat replies this invocation and how many came from the cache (phases that ask a model;
+    # None for generate)
+    replies: int | None = None
+    from_cache: int | None = None
 
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        if key not in self:
-            raise AttributeError(f"PhaseSummary has no field {key!r}")
-        self[key] = value
-        if key == "failed":
-            self["errors"] = value
+    @property
+    def errors(self) -> int:
+        """= ``failed`` (the name older callers read)."""
+        return self.failed
 
     @property
     def failed_total(self) -> int:
         """Selected items whose row is failed, from this invocation or an earlier one."""
         return self.failed + self.earlier.get("failed", 0)
+
+    def tally(self, status: str) -> None:
+        """One more row of this invocation with ``status`` (ok / degraded / failed)."""
+        self.ran += 1
+        if status == "ok":
+            self.ok += 1
+        elif status == "degraded":
+            self.degraded += 1
+        else:
+            self.failed += 1
+
+    def __getitem__(self, key: str) -> Any:
+        """``summary["ran"]``: the read the dict summaries before this class offered (declared
+        fields and ``errors`` only)."""
+        if key == "errors" or key in self.__dataclass_fields__:
+            return getattr(self, key)
+        raise KeyError(key)
 
     def count_earlier(self, items: Sequence[BenchmarkItem], done: dict[str, str]) -> PhaseSummary:
         """``done``: id -> stored status (:meth:`JsonlStore.statuses`)."""
@@ -83,7 +95,15 @@ class PhaseSummary(dict):
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self)
+        """JSON as ``orig eval --json`` prints it (reply counts only where a phase counts them)."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if key in ("replies", "from_cache") and value is None:
+                continue
+            out[key] = value
+            if key == "failed":
+                out["errors"] = value  # = failed, for older readers
+        return out
 
 
 def row_status(row: dict) -> str:
@@ -198,9 +218,8 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
                         row = task.result()
                         transport = bool(row.pop("_transport", False))
                         store.append(row)
-                        summary.ran += 1
                         status = row_status(row)
-                        setattr(summary, status, getattr(summary, status) + 1)
+                        summary.tally(status)
                         bar.update()
                         consecutive = consecutive + 1 if (status == "failed" and transport) else 0
                         if max_consecutive_failures and consecutive >= max_consecutive_failures:
@@ -225,3 +244,21 @@ def _breaker_message(phase: str, consecutive: int, row: dict, ran: int, total: i
     return (f"{phase}: stopped after {consecutive} consecutive items whose server did not answer (last: "
             f"{str(row.get('error'))[:200]}); {ran} row(s) written, {total - ran} item(s) not run. Fix the "
             "server, then rerun the same command with --retry-errors to resume")
+
+
+def summary_line(summary: PhaseSummary) -> str:
+    """One readable line for a phase summary (``orig eval`` prints it; ``--json`` prints the dict):
+    ``judge: ran 3 (ok 2, degraded 0, failed 1), skipped 5, waiting 0 in 12.3 s -> judge.jsonl``."""
+    s = summary
+    parts = f"{s.phase}: ran {s.ran} (ok {s.ok}, degraded {s.degraded}, failed {s.failed})"
+    if s.skipped:
+        earlier = ", ".join(f"{k} {v}" for k, v in sorted(s.earlier.items()))
+        parts += f", skipped {s.skipped} already done" + (f" ({earlier})" if earlier else "")
+    if s.waiting:
+        parts += f", {s.waiting} waiting for the previous phase"
+    parts += f" in {s.seconds:.1f} s"
+    if s.file:
+        parts += f" -> {s.file}"
+    if s.stopped:
+        parts += f"; STOPPED: {s.stopped}"
+    return parts

@@ -58,5 +58,6 @@ def run_retrieval_phase(items: Sequence[BenchmarkItem], run_dir: Path, judge: Ju
     summary = run_items("retrieval", todo, store, summary, work, concurrency=concurrency, progress=progress,
                         max_consecutive_failures=max_consecutive_failures,
                         **judged("retrieval", judge, judge_name, close, {"facts": [], "accuracy": None}))
-    summary.update(replies)
+    # how many replies came from the chat cache (run.json keeps them too)
+    summary.replies, summary.from_cache = replies["replies"], replies["from_cache"]
     return summary
