@@ -60,6 +60,14 @@ class ServeSpec(StrictModel):
     served_model_name: str | None = None
     extra_args: list[str] = Field(default_factory=list)  # any other `vllm serve` flags, verbatim
 
+    @property
+    def max_pixels(self) -> int | None:
+        """Pixels per image the processor keeps: ``size.longest_edge`` (transformers' name for
+        Qwen2-VL's pixel cap, whatever "edge" says) or the older ``max_pixels``; None if unset."""
+        kwargs = self.mm_processor_kwargs or {}
+        value = kwargs.get("max_pixels") or (kwargs.get("size") or {}).get("longest_edge")
+        return int(value) if value else None
+
 
 class OpenClipSpec(StrictModel):
     model_name: str  # open_clip architecture, e.g. ViT-B-32, or local-dir:<path>

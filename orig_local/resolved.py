@@ -77,8 +77,8 @@ def resolve_backbone(config: ChatConfig) -> ResolvedModel | None:
         return None
     serve = preset.serve
     # Qwen2.5-VL uses one token per 28x28 patch group; the preset caps pixels per image
-    # (``mm_processor_kwargs.max_pixels``).
-    pixels = serve.mm_processor_kwargs.get("max_pixels") if serve else None
+    # (``mm_processor_kwargs``: ``size.longest_edge``, or the older ``max_pixels``).
+    pixels = serve.max_pixels if serve else None
     return ResolvedModel(
         role="backbone", preset=preset.name, hub_id=preset.hf_id, revision=config.revision or preset.revision,
         path=preset.path, is_tiny=preset.is_tiny,

@@ -33,6 +33,19 @@ def test_shipped_backbone_presets_resolve_to_their_window_and_weights():
     assert pinned is not None and pinned.revision == "abc123"
 
 
+def test_vision_tokens_per_image_follow_the_presets_pixel_cap():
+    # the shipped presets say the cap as size.longest_edge (pixels, transformers' name): one token
+    # per 28x28 patch group -> 1,003,520 px = 1,280 tokens for 7B/32B/72B, 50,176 px = 64 tiny
+    for name in ("qwen2.5-vl-7b", "qwen2.5-vl-32b", "qwen2.5-vl-72b"):
+        resolved = _models(f"backbone.preset={name}").backbone
+        assert resolved is not None and resolved.image_tokens == 1280
+    tiny = _models("backbone.preset=tiny-qwen2.5-vl").backbone
+    assert tiny is not None and tiny.image_tokens == 64
+    spec = presets.ServeSpec(mm_processor_kwargs={"max_pixels": 28 * 28 * 100})  # the older key
+    assert spec.max_pixels == 78400
+    assert presets.ServeSpec(mm_processor_kwargs={}).max_pixels is None
+
+
 @pytest.mark.parametrize("backend", ["simulated", "scripted"])
 def test_a_stand_in_backbone_has_no_window_of_its_own(backend):
     # whatever preset the section names: the stand-in is not that model

@@ -91,8 +91,7 @@ def _backbone_max_pixels(config: Any, role: str = "backbone") -> int:
         preset = load_preset(name) if name else None
     except Exception:  # noqa: BLE001 - an unknown preset prices pictures at the default bound
         preset = None
-    kwargs = (preset.serve.mm_processor_kwargs if preset and preset.serve else {}) or {}
-    return int(kwargs.get("max_pixels") or (kwargs.get("size") or {}).get("longest_edge") or DEFAULT_MAX_PIXELS)
+    return (preset.serve.max_pixels if preset and preset.serve else None) or DEFAULT_MAX_PIXELS
 
 
 def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds: float | None = None,
