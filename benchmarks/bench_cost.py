@@ -20,7 +20,7 @@ gold-fact recall: which planted facts reach each stage's request, K, refinement'
 the final prompt P̂.
 
 ``--legacy`` settings turn off issue 22's settings (images at full size to every stage that took
-them, the head of each page to the text filter) on today's instructions and evidence layout
+them, the head of each page to the text filter, a merge call every round) on today's instructions and evidence layout
 (shorter than before issue 22; the figures of the code before it are in docs/cost.md): both are
 printed side by side.
 """
@@ -236,6 +236,8 @@ def legacy_settings() -> dict[str, Any]:
         out["page_text"] = "head"
     if "max_page_tokens" in fields:
         out["max_page_tokens"] = 3000
+    if "consolidate_min_tokens" in fields:
+        out["consolidate_min_tokens"] = 0
     return out
 
 

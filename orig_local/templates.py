@@ -77,6 +77,7 @@ class PromptTemplates:
                          ", ".join(self.overridden()))
         dirs = [d for d in (self.override, self.packaged) if d is not None]
         self.env = environment(*dirs, trim_blocks=trim_blocks)
+        self._constant: dict[str, str] = {}  # renders of templates called without variables
 
     def packaged_names(self) -> list[str]:
         """Stems of the role's packaged templates."""
@@ -96,4 +97,9 @@ class PromptTemplates:
     def render(self, name: str, **variables: Any) -> str:
         """Render ``name`` (with or without the ``.jinja`` suffix), stripped."""
         file = name if name.endswith(SUFFIX) else name + SUFFIX
+        if not variables:  # a template without variables (the system turn) renders the same each time
+            text = self._constant.get(file)
+            if text is None:
+                text = self._constant[file] = self.env.get_template(file).render().strip()
+            return text
         return self.env.get_template(file).render(**variables).strip()

@@ -138,7 +138,7 @@ async def test_prompt_extension_sees_the_pictures_when_nothing_looked_at_them(co
     sent = [im.to_pil().size for m in ext[0]["messages"] for im in m.images]
     # at F^v's size (the one real look), well above the filter's thumbnail
     bound = AgentConfig().images.visual_features
-    assert len(sent) == len(res.references) and all(300_000 < w * h <= bound for w, h in sent)
+    assert len(sent) == len(res.references) and all(3 * AgentConfig().images.image_filter < w * h <= bound for w, h in sent)
 
 
 def test_served_backbones_report_prefix_cache_hits():
@@ -175,9 +175,10 @@ def qwen_counter():
 
 @pytest.mark.parametrize("rounds, bound", [
     (2, GOAL_PER_ROUND),
-    # One round is not within the goal yet (bootstrap, refinement and extension are paid once
-    # however few rounds run): this guards what was reached (9,200 on the bench's 3 prompts).
-    (1, 9_400),
+    # One round pays bootstrap, refinement and extension alone, and still meets the goal
+    # (7,919 on the bench's 3 prompts; 9,200 before the deferred merge call, the shorter system
+    # turn and F^v / filter pictures at 301,056 / 75,264 px).
+    (1, GOAL_PER_ROUND),
 ])
 def test_input_tokens_per_round_at_1024x768_with_default_settings(corpus, qwen_counter, rounds, bound):
     """bench_cost.py's corpus (20-30k character pages, 1024x768 pictures, gold facts planted

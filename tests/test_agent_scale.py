@@ -95,7 +95,7 @@ async def test_a_vague_statement_citing_every_id_loses_no_detail():
         return json.dumps({"reason": "about it", "relevant": True, "consistent": True, "facts": GOLD})
 
     chat = RealisticBackbone({"Consolidation": vague, "TextFilter": gold_facts})
-    cfg = AgentConfig(condition="orig_txt", fixed_rounds=1)
+    cfg = AgentConfig(condition="orig_txt", fixed_rounds=1, consolidate_min_tokens=0)  # the merge call on this small K
     res = await Agent(chat, _gold_corpus(), cfg, reference_capacity=0, prompt_max_tokens=512).run(PROMPT)
     rec = next(r for r in res.trace.records if r.step == "consolidate")
     assert rec.output["vague"] and not any("many notable" in f.text for f in res.knowledge.summary)
@@ -118,7 +118,7 @@ async def test_an_unsupported_detail_never_reaches_the_prompt():
         return json.dumps(reply)
 
     chat = RealisticBackbone({"Consolidation": embellish}, max_facts=6)
-    cfg = AgentConfig(condition="orig_txt", fixed_rounds=1)
+    cfg = AgentConfig(condition="orig_txt", fixed_rounds=1, consolidate_min_tokens=0)  # the merge call on this small K
     res = await Agent(chat, _gold_corpus(), cfg, reference_capacity=0, prompt_max_tokens=512).run(PROMPT)
     rec = next(r for r in res.trace.records if r.step == "consolidate")
     assert any("whale" in s for s in rec.output["unsupported"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 _STOP = frozenset("""a an and are as at be been but by for from has have in into is it its of on or
 that the their there these this those to was were which with without while also very about over
@@ -41,9 +42,14 @@ def _stem(word: str) -> str:
 
 def detail_words(text: str, ignore: Iterable[str] = ()) -> set[str]:
     """Stems of the words that carry detail (not stop words, not in ``ignore``)."""
-    skip = set(ignore)
-    return {_stem(w) for w in _WORD.findall(text.lower())
-            if (w.isdigit() or len(w) > 2) and w not in _STOP} - skip
+    return set(_details(text)) - set(ignore)
+
+
+@lru_cache(maxsize=4096)
+def _details(text: str) -> frozenset[str]:
+    # memoised: each consolidation re-reads every entry of K it was shown (the same texts
+    # round after round); bounded, and a pure function of the text
+    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if (w.isdigit() or len(w) > 2) and w not in _STOP)
 
 
 def subject_words(prompt: str) -> set[str]:

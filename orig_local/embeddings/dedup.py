@@ -11,7 +11,7 @@ Three stages, cheapest first, so the VLM is never asked to compare pairs of pict
    similarity >= ``threshold``.
 
 Within each group of duplicates the best copy is kept, whichever arrived first
-(:func:`~orig_local.imagehash.best_copy`: most pixels, then fewest added edges such as a
+(:func:`~orig_local.imagehash.best_copy`: most pixels, then not a softer recompressed copy, then fewest added edges such as a
 watermark, then the earliest); ``prefer="order"`` keeps the earliest always. Images already in
 the knowledge base (``existing``) are never dropped: a candidate duplicating one of them is.
 Every decision is returned with its reason, so the agent's trace can say why an image

@@ -141,7 +141,7 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
         add("accumulation/text_filter", rounds * text_q * a.pages_per_query, extra_text=page_delta)
         add("accumulation/image_filter", rounds * math.ceil(image_q * a.images_per_query / a.max_images_per_call),
             pictures, a.images.image_filter)
-        if a.consolidate:
+        if a.consolidate:  # every round: an upper bound (a K under consolidate_min_tokens is folded without a call)
             add("accumulation/consolidate", rounds)
     if a.fixed_rounds is None:
         add("sufficiency/decide", rounds)

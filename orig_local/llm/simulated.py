@@ -54,6 +54,9 @@ class SimulatedRetriever:
         self.fetch_latency_s = fetch_latency_s
         self.fail_search, self.fail_reads, self.fail_fetches = fail_search, fail_reads, fail_fetches
         self.calls: dict[str, int] = {"search_text": 0, "search_images": 0, "read_page": 0, "fetch_image": 0}
+        # word sets of the corpus, computed once: a stand-in must cost next to nothing, and
+        # re-reading every document per search was a tenth of bench_agent.py's loop CPU
+        self._item_words: dict[tuple[int, str], set[str]] = {}
 
     @classmethod
     def from_demo_corpus(cls, root: str | Path = DEMO_CORPUS, **kwargs) -> SimulatedRetriever:
@@ -76,10 +79,17 @@ class SimulatedRetriever:
 
     def _rank(self, query: str, items: list[dict], text_of: Callable[[dict], str], k: int) -> list[dict]:
         q = _words(query)
-        scored = [(len(q & _words(text_of(it))), i, it) for i, it in enumerate(items)]
+        scored = [(len(q & self._words_of(it, text_of)), i, it) for i, it in enumerate(items)]
         scored = [s for s in scored if s[0] > 0]
         scored.sort(key=lambda s: (-s[0], s[1]))
         return [it for _, _, it in scored[:k]]
+
+    def _words_of(self, item: dict, text_of: Callable[[dict], str]) -> set[str]:
+        key = (id(item), item.get("id", ""))
+        words = self._item_words.get(key)
+        if words is None:
+            words = self._item_words[key] = _words(text_of(item))
+        return words
 
     async def search_text(self, query: str, k: int = 10) -> SimOutcome:
         self.calls["search_text"] += 1

@@ -20,17 +20,20 @@ class StageImages(StrictModel):
     ``max_pixels`` (the picture is downscaled, aspect kept, before it is sent); ``None`` = the
     backbone's own bound (the full picture it would see); ``0`` = no pixels: the stage reads what
     an earlier stage said about the picture (the image filter's description, F^v) instead.
-    At 1024x768 a full picture is ~1,000 Qwen2.5-VL tokens; 401,408 px ~496; 100,352 px ~119."""
+    At 1024x768 a full picture is ~1,000 Qwen2.5-VL tokens; 301,056 px 352; 75,264 px 88."""
 
-    # Keep/reject needs the gist (entity, logo, collage, wrong version), not the detail.
-    image_filter: int | None = Field(100_352, ge=3136)  # no 0: the filter must see the picture
+    # Keep/reject needs the gist (entity, logo, collage, wrong version), not the detail:
+    # 75,264 px (96 tokens' worth; 308x224 from 1024x768, CLIP's own input scale). 100,352
+    # before (~119 tokens a picture); issue 22's 8,000 tokens a round at one round needed it.
+    image_filter: int | None = Field(75_264, ge=3136)  # no 0: the filter must see the picture
     # Choosing references works from the filter's descriptions of each kept picture.
     text_features: int | None = Field(0, ge=0)
-    # What the generator should copy and ignore: the one real look at each reference. 401,408 px
-    # (512 tokens' worth; 728x532 from 1024x768, 494 tokens) keeps what F^v names - the
-    # subject's outline, parts, colours, materials, and features of ~2 % of the width (a vane,
-    # a window: still two or more 28-px tokens wide) - at half the tokens of the full picture.
-    visual_features: int | None = Field(401_408, ge=0)
+    # What the generator should copy and ignore: the one real look at each reference. 301,056 px
+    # (384 tokens' worth; 616x448 from 1024x768, 352 tokens) keeps what F^v names - the
+    # subject's outline, parts, colours, materials, and features down to ~2.5 % of the width
+    # (one 14-px patch of the vision encoder) - at a third of the full picture's tokens.
+    # 401,408 px before (728x532, 494 tokens: features down to ~2 %).
+    visual_features: int | None = Field(301_056, ge=0)
     # Writes P̂ (text only) from F^t and F^v, which already say what each reference shows.
     extension: int | None = Field(0, ge=0)
 
@@ -89,6 +92,13 @@ class AgentConfig(StrictModel):
     # Consolidate K into a deduplicated summary after each round (one backbone call); off =
     # later stages read K's entries as they are (cut to knowledge_tokens when needed).
     consolidate: bool = True
+    # The merge call is made once K (summary and new entries) holds this many tokens (0: every
+    # round). Below it there is too little to compact for the call to pay for itself: it costs
+    # ~300 tokens of instructions plus the entries, and a K ~30 % smaller is read by ~5 later
+    # requests (break-even ~500). The new entries then join the summary as they are, repeats
+    # folded without a model (an entry whose detail words another holds): nothing is lost (ours;
+    # the paper has no merge call).
+    consolidate_min_tokens: int = Field(500, ge=0)
     max_images_per_call: int = Field(8, ge=1)  # matches the presets' vLLM limit_mm_per_prompt
     # Reference images passed to the generator (paper: ORIG used 2.1 on average; Qwen-Image-Edit
     # style pipelines accept a few). The refinement keeps at most min(this, the generator's

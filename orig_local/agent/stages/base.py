@@ -10,6 +10,7 @@ switch, the data it may read, its simulated reply) is declared once, in its modu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -125,8 +126,11 @@ class StageContext:
         text = self.prompts.render(template, prompt=self.prompt, **variables)
         check_reads(template, text, stage)  # only the data its stage declares (registry: Call.reads)
         parts: list[Any] = [text]
-        for i, image in enumerate(images, 1):
-            parts += [f"\nImage {i}:", self._image_ref(image, max_pixels)]
+        refs = self._prepared(images, max_pixels)
+        if refs is None:  # resizing and hashing pictures is CPU work: off the event loop
+            refs = await asyncio.to_thread(self._prepare, images, max_pixels)
+        for i, ref in enumerate(refs, 1):
+            parts += [f"\nImage {i}:", ref]
         messages: list[Message] = [system(system_text), user(*parts)]
         canonical = [self._canonical(m) for m in messages]
         record = StageRecord(
@@ -181,6 +185,24 @@ class StageContext:
         if known is None or known[0] is not image:  # ids of dead objects are reused
             known = self._refs[key] = (image, ImageRef(downscale(image, max_pixels)))
         return known[1]
+
+    def _prepared(self, images: Sequence[Any], max_pixels: int | None) -> list[ImageRef] | None:
+        """The pictures' ImageRefs when each is already sized and hashed in this run, else None."""
+        refs = []
+        for image in images:
+            known = self._refs.get((id(image), max_pixels))
+            if known is None or known[0] is not image or id(known[1]) not in self._hashes:
+                return None
+            refs.append(known[1])
+        return refs
+
+    def _prepare(self, images: Sequence[Any], max_pixels: int | None) -> list[ImageRef]:
+        """Size and pixel-hash each picture (once per run; runs in a worker thread)."""
+        refs = [self._image_ref(image, max_pixels) for image in images]
+        for ref in refs:
+            if id(ref) not in self._hashes:
+                self._hashes[id(ref)] = pixels_sha256(ref.to_pil() if not hasattr(ref.source, "tobytes") else ref.source)
+        return refs
 
     def _canonical(self, message: Message) -> dict[str, Any]:
         """The message as JSON for the trace, images as a hash of their pixels (cheaper than

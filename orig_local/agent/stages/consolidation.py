@@ -26,6 +26,9 @@ from orig_local.agent.stages.base import LIST_TOKENS, StageContext
 from orig_local.agent.support import covers, detail_words, subject_words, unsupported, vague
 from orig_local.agent.untrusted import list_block, list_line, looks_like_instruction, sanitize
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WORD_AT_END = re.compile(r"[A-Za-z0-9]+$")
+
 
 class ConsolidatedStatement(BaseModel):
     evidence: list[str] = Field(description="ids of the knowledge entries it rests on, e.g. T3")
@@ -118,8 +121,14 @@ def reply_plan(ctx: StageContext) -> tuple[int, int]:
 
 
 async def consolidate(ctx: StageContext) -> ConsolidationResult:
-    """Fold every pending entry into the summary, in as many calls as the window needs."""
+    """Fold every pending entry into the summary, in as many calls as the window needs; while K
+    is under ``consolidate_min_tokens``, without a call (:func:`_fold`)."""
     total = ConsolidationResult()
+    kb = ctx.knowledge
+    pending = kb.pending_texts()
+    size = sum(ctx.budget.count(e.text) for e in kb.text_entries())
+    if pending and size < ctx.config.consolidate_min_tokens:
+        return _fold(ctx, pending, size)
     while ctx.knowledge.pending_texts():
         part = await _consolidate_once(ctx)
         total.consolidated += part.consolidated
@@ -130,6 +139,59 @@ async def consolidate(ctx: StageContext) -> ConsolidationResult:
         total.failed = total.failed or part.failed
     total.statements = len(ctx.knowledge.summary)
     return total
+
+
+def _fold(ctx: StageContext, pending: list, size: int) -> ConsolidationResult:
+    """K is small: too little to compact for a merge call to pay for itself. The new entries join
+    the summary as they are, less their repeats: a sentence whose every detail word another
+    entry or statement holds is left out, and the one holding it cites this entry too (a
+    snippet repeating a page's fact; a snippet cut mid-sentence). Nothing is lost."""
+    kb = ctx.knowledge
+    new = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in pending]
+    facts = list(kb.summary) + new
+    words = [detail_words(f.text) for f in facts]
+    gone: set[int] = set()
+    folded: list[str] = []
+    for i in sorted(range(len(kb.summary), len(facts)), key=lambda i: len(facts[i].text)):  # shortest first
+        kept = []
+        for sentence in (x for x in _SENTENCE.split(facts[i].text) if x.strip()):
+            sw = detail_words(sentence)
+            host = next((j for j in range(len(facts)) if j != i and j not in gone and _within(sentence, sw, words[j])),
+                        None)
+            if host is None:
+                kept.append(sentence)
+            elif facts[i].evidence[0] not in facts[host].evidence:
+                facts[host].evidence.append(facts[i].evidence[0])
+                facts[host].round = max(facts[host].round, facts[i].round)
+        if len(kept) < len(_SENTENCE.split(facts[i].text.strip())):
+            folded.append(facts[i].evidence[0])
+            facts[i].text = " ".join(kept)
+            words[i] = detail_words(facts[i].text)
+            if not kept:
+                gone.add(i)
+    kb.summary = [f for i, f in enumerate(facts) if i not in gone]
+    kb.consolidated.update(t.id for t in pending)
+    ctx.note("accumulation", "consolidation_deferred",
+             f"K holds ~{size} tokens (< {ctx.config.consolidate_min_tokens}): no merge call; {len(pending)} new "
+             f"entries joined the summary, {len(folded)} less sentences another entry holds in full",
+             evidence_ids=[t.id for t in pending],
+             output={"knowledge_tokens": size, "min_tokens": ctx.config.consolidate_min_tokens, "folded": folded})
+    return ConsolidationResult(consolidated=[t.id for t in pending], statements=len(kb.summary))
+
+
+def _within(sentence: str, words: set[str], host: set[str]) -> bool:
+    """Every detail word of ``sentence`` is in ``host``; a sentence cut short (a search snippet's
+    tail, no closing stop) may end in a cut word, which counts when a host word begins with it."""
+    if not words:
+        return False
+    missing = words - host
+    if not missing:
+        return True
+    tail = _WORD_AT_END.search(sentence.rstrip())
+    if sentence.rstrip()[-1:] in ".!?" or tail is None or len(missing) > 1:
+        return False
+    cut = next(iter(missing))
+    return tail.group(0).lower().startswith(cut) and any(w.startswith(cut) for w in host)
 
 
 async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:
