@@ -12,7 +12,7 @@ the buy box's stock line, the description, the delivery note and "recently viewe
 description's heading or the spec list (0.74 F1 on the set's product page). The trigger is
 measured, not guessed from the site: the elements trafilatura's lines come from are found by
 their leading text, and when their nearest common ancestor is the page body (lines from both
-inside and outside every content block) while no single block holds most of them, the text is
+inside and outside every content block: a stock line, a delivery note, a footer), the text is
 replaced by the *densest block*: the element holding the most paragraph prose (readability's
 score: a paragraph counts fully for its parent, half for its grandparent), with its adjacent
 siblings that read as content (a section opening with a heading, few links, no form controls,
@@ -89,9 +89,7 @@ def densest_block(tree: Any, text: str) -> str | None:
     by_parent: dict[Any, int] = {}
     for el, n in sources:
         by_parent[el.getparent()] = by_parent.get(el.getparent(), 0) + n
-    top_parent, top_chars = max(by_parent.items(), key=lambda kv: kv[1])
-    if top_chars >= 0.8 * sum(by_parent.values()):
-        return None  # one block holds trafilatura's text: a stray line is no reason to rebuild
+    top_parent = max(by_parent, key=by_parent.__getitem__)
     block = _densest(body)
     if block is None or not _contains(block, top_parent):
         return None
