@@ -93,10 +93,7 @@ def densest_block(tree: Any, text: str) -> str | None:
     block = _densest(body)
     if block is None or not _contains(block, top_parent):
         return None
-    lines: list[str] = []
-    for part in _content_run(block):
-        _render(part, lines)
-    out = "\n".join(lines)
+    out = "\n".join(line for part in _content_run(block) for line in _render(part))
     return out if len(out) >= 0.5 * len(text) else None
 
 
@@ -174,32 +171,66 @@ def _is_content(el: Any) -> bool:
     return chars > 0 and _link_density(el, chars) <= MAX_LINK_DENSITY and not el.xpath(_CONTROLS)
 
 
-def _render(el: Any, lines: list[str]) -> None:
-    """Lines of ``el`` as the reader writes them: headings and paragraphs, ``- `` list items,
-    ``| `` table rows; navigation-like blocks, form controls and the page title left out."""
+def _render(root: Any) -> list[str]:
+    """Lines of ``root`` as the reader writes them: headings and paragraphs, ``- `` list items,
+    ``| `` table rows; navigation-like blocks, form controls and the page title left out. One
+    walk, no recursion (a hostile page nests thousands of elements deep), link shares from one
+    bottom-up measure."""
+    from lxml import etree
+
+    sizes = _sizes(root)
+    lines: list[str] = []
+    skip = 0
+    for event, el in etree.iterwalk(root, events=("start", "end")):
+        if event == "start":
+            if skip:
+                skip += 1
+                continue
+            line, descend = _open(el, sizes)
+            if line:
+                lines.append(line)
+            skip = 0 if descend else 1
+            continue
+        if skip:
+            skip -= 1
+            if skip:
+                continue
+        tail = _norm(el.tail) if el is not root else ""
+        if tail:
+            lines.append(tail)
+    return lines
+
+
+def _open(el: Any, sizes: dict[Any, tuple[int, int]]) -> tuple[str, bool]:
+    """(line to write on entering ``el``, whether to walk into it)."""
     if not isinstance(el.tag, str) or el.tag in _SKIP or _NOT_CONTENT.search(_names(el)):
-        return
-    if el.tag in ("div", "section", "ul", "ol", "table", "tbody") and len(el):
-        chars = len(_norm(el.text_content()))
-        if chars and _link_density(el, chars) > MAX_LINK_DENSITY:
-            return
+        return "", False
+    chars, links = sizes.get(el, (0, 0))
+    if el.tag in ("div", "section", "ul", "ol", "table", "tbody") and chars and links > MAX_LINK_DENSITY * chars:
+        return "", False
     if el.tag == "tr":
         cells = [_norm(c.text_content()) for c in el if c.tag in ("td", "th")]
-        if any(cells):
-            lines.append("| " + " | ".join(cells) + " |")
-        return
+        return ("| " + " | ".join(cells) + " |" if any(cells) else ""), False
     if el.tag in _LEAF:
         line = _norm(el.text_content())
         if el.tag in _HEADINGS:
             line = _TRAILING_BRACKETS.sub("", line)  # a wiki heading's "[edit]"-style links
-        if line:
-            lines.append(("- " if el.tag == "li" else "") + line)
-        return
-    own = _norm(el.text)
-    if own:
-        lines.append(own)
-    for child in el:
-        _render(child, lines)
-        tail = _norm(child.tail)
-        if tail:
-            lines.append(tail)
+        return (("- " if el.tag == "li" and line else "") + line), False
+    return _norm(el.text), True
+
+
+def _sizes(root: Any) -> dict[Any, tuple[int, int]]:
+    """(text characters, characters inside links) of every element under ``root``, bottom-up."""
+    from lxml import etree
+
+    sizes: dict[Any, tuple[int, int]] = {}
+    for _, el in etree.iterwalk(root, events=("end",)):
+        chars, links = len((el.text or "").strip()) if isinstance(el.tag, str) else 0, 0
+        for child in el:
+            c, k = sizes.get(child, (0, 0))
+            chars += c + len((child.tail or "").strip())
+            links += k
+        if el.tag in _SKIP:
+            chars = links = 0  # a script's or a form's text is no share of what is read
+        sizes[el] = (chars, chars if el.tag == "a" else links)
+    return sizes
