@@ -127,3 +127,18 @@ def test_a_footer_sibling_without_a_heading_is_left_out_of_the_dense_block():
     text, _ = extract_main_text(html, "https://wiki.invalid/Torre")
     assert "bell number 0" in text and "bell number 7" in text
     assert "modificata per l'ultima volta" not in text and "licenza Creative Commons" not in text
+
+
+def test_an_article_in_two_unheaded_blocks_under_the_body_keeps_both():
+    """Two sibling text blocks straight under ``<body>`` (and a stray stock-like line): the
+    densest block alone would lose the second block's paragraphs, so trafilatura's text stands."""
+    def paras(tag: str, n: int) -> str:
+        return "".join(f"<p>{tag} paragraph {k}: the survey boat sounded the channel at {k + 4} metres and "
+                       f"marked the shoal with a green buoy moored on a {k + 9} metre chain.</p>" for k in range(n))
+
+    html = (f"<html><head><title>Survey</title></head><body><ul>{_chrome(450, 'menu')}</ul>"
+            f"<p class='note'>Printed from the survey office archive</p>"
+            f"<div id='a'>{paras('First', 12)}</div><div id='b'>{paras('Second', 9)}</div></body></html>")
+    assert len(html) >= 20_000
+    text, _ = extract_main_text(html, "https://survey.invalid/a")
+    assert "First paragraph 0" in text and "Second paragraph 8" in text

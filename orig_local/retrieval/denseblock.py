@@ -18,7 +18,8 @@ score: a paragraph counts fully for its parent, half for its grandparent), with 
 siblings that read as content (a section opening with a heading, few links, no form controls,
 not named as comments, reviews, related items or sharing), rendered as headings, paragraphs, list items (``- ``) and
 table rows (``| ``). The fallback is kept only if it holds the block trafilatura itself kept
-most text from and is not much shorter than trafilatura's text.
+most text from and at least three quarters of trafilatura's paragraphs (lines of 80+ characters):
+it may drop stray lines, never a second block of the article.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ _TRAILING_BRACKETS = re.compile(r"\s*\[[^\]]{0,60}\]\s*$")
 MIN_PARAGRAPH = 25       # readability's shortest scored paragraph
 MAX_LINK_DENSITY = 0.25  # share of a block's text inside links above which it is navigation
 KEY_CHARS = 20           # leading characters that find the element a line came from
+PROSE_LINE = 80          # a line this long is a paragraph, not a stock note, button or date
+MIN_PROSE_KEPT = 0.75    # share of trafilatura's paragraphs the fallback must keep
 
 
 def _norm(text: str | None) -> str:
@@ -93,8 +96,17 @@ def densest_block(tree: Any, text: str) -> str | None:
     block = _densest(body)
     if block is None or not _contains(block, top_parent):
         return None
-    out = "\n".join(line for part in _content_run(block) for line in _render(part))
-    return out if len(out) >= 0.5 * len(text) else None
+    lines = [line for part in _content_run(block) for line in _render(part)]
+    return "\n".join(lines) if _keeps_prose(text, lines) else None
+
+
+def _keeps_prose(text: str, lines: list[str]) -> bool:
+    """Whether ``lines`` hold most of the paragraphs of ``text``: the fallback may drop stray
+    lines (a stock note, a footer), not a second block of the article."""
+    kept = {line.lstrip("-| ")[:KEY_CHARS] for line in lines}
+    prose = [line for line in text.splitlines() if len(line) >= PROSE_LINE]
+    total = sum(map(len, prose))
+    return total > 0 and sum(len(line) for line in prose if line[:KEY_CHARS] in kept) >= MIN_PROSE_KEPT * total
 
 
 def _line_sources(tree: Any, text: str) -> list[tuple[Any, int]]:
