@@ -11,7 +11,7 @@ pytest.importorskip("trafilatura")
 
 from trafilatura.utils import load_html  # noqa: E402
 
-from orig_local.retrieval.denseblock import densest_block  # noqa: E402
+from orig_local.retrieval.denseblock import densest_block, prune_apparatus  # noqa: E402
 from orig_local.retrieval.reader import extract_main_text  # noqa: E402
 
 SPECS = [f"Spec {k}: value {k * 7} units of measured output" for k in range(12)]
@@ -142,3 +142,24 @@ def test_an_article_in_two_unheaded_blocks_under_the_body_keeps_both():
     assert len(html) >= 20_000
     text, _ = extract_main_text(html, "https://survey.invalid/a")
     assert "First paragraph 0" in text and "Second paragraph 8" in text
+
+
+def test_a_recipe_keeps_its_notes_list_and_a_category_intro():
+    """Apparatus is named narrowly: an unnumbered "notes" list and a long "categories" block of
+    prose are content, not footnotes or a category bar."""
+    steps = "".join(f"<p>Step {k}: rub the cold butter into the flour until it looks like fine crumbs, then "
+                    f"stir in the sugar and rest the dough for {k + 5} minutes before cutting.</p>" for k in range(14))
+    notes = "".join(f"<li>Cook's note {k}: frozen butter grated on a box grater keeps the layers flaky.</li>"
+                    for k in range(5))
+    intro = " ".join(f"Our scone recipes, sentence {k}, come from farmhouse kitchens across the west." for k in range(6))
+    html = (f"<html><head><title>Scones</title></head><body><nav><ul>{_chrome(400, 'recipe')}</ul></nav>"
+            f"<div class='categories-intro'><p>{intro}</p></div>"
+            f"<article><h1>Scones</h1>{steps}<h2>Notes</h2><ul class='recipe-notes'>{notes}</ul></article>"
+            f"<footer>Farmhouse Bakes</footer></body></html>")
+    assert len(html) >= 20_000
+    tree = load_html(html)
+    prune_apparatus(tree)
+    kept = " ".join(tree.itertext())
+    assert "Cook's note 4" in kept and "Notes" in kept and "sentence 5" in kept
+    text, _ = extract_main_text(html, "https://bake.invalid/scones")
+    assert "Cook's note 0" in text and "Step 13" in text

@@ -29,9 +29,12 @@ from typing import Any
 
 _SPACE = re.compile(r"\s+")
 # class/id tokens of apparatus lists and bars (MediaWiki names and their usual translations)
-_APPARATUS_LIST = re.compile(r"(?i)(?:^|[\s_-])(references?|reflist|refs|footnotes?|notes?|citations?"
+_APPARATUS_LIST = re.compile(r"(?i)(?:^|[\s_-])(references?|reflist|refs|footnotes?|citations?"
                              r"|einzelnachweise|referencias|r[ée]f[ée]rences)(?:$|[\s_-])")
-_APPARATUS_BAR = re.compile(r"(?i)(?:^|[\s_-])(navbox\w*|catlinks|categor\w*|portal\w*|sister\w*)(?:$|[\s_-])")
+# "notes" only on a numbered list: footnotes are numbered, a recipe's or a guide's notes are content
+_APPARATUS_NOTES = re.compile(r"(?i)(?:^|[\s_-])notes?(?:$|[\s_-])")
+_APPARATUS_BAR = re.compile(r"(?i)(?:^|[\s_-])(navbox\w*|catlinks|categories|portal[eis]?)(?:$|[\s_-])")
+MAX_BAR_CHARS = 300      # a bar is short or mostly links; a "categories" block of prose is content
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LEAF = frozenset({"p", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "pre", "blockquote",
                    "figcaption", "caption"})
@@ -59,16 +62,22 @@ def _names(el: Any) -> str:
 
 def prune_apparatus(tree: Any) -> None:
     """Remove reference/footnote lists (and the heading right before one), navboxes, category
-    and portal bars from ``tree`` in place."""
+    and portal bars (short, or mostly links) from ``tree`` in place."""
     for el in list(tree.iter("ol", "ul", "div", "table")):
         if el.getparent() is None:
             continue
         names = _names(el)
-        if el.tag in ("ol", "ul") and _APPARATUS_LIST.search(names):
+        if el.tag in ("ol", "ul") and (_APPARATUS_LIST.search(names)
+                                        or (el.tag == "ol" and _APPARATUS_NOTES.search(names))):
             _drop_heading_before(el)
             el.drop_tree()
-        elif el.tag in ("div", "table") and _APPARATUS_BAR.search(names):
+        elif el.tag in ("div", "table") and _APPARATUS_BAR.search(names) and _is_bar(el):
             el.drop_tree()
+
+
+def _is_bar(el: Any) -> bool:
+    chars = len(_norm(el.text_content()))
+    return chars < MAX_BAR_CHARS or _link_density(el, chars) > 0.5
 
 
 def _drop_heading_before(el: Any) -> None:
