@@ -9,7 +9,8 @@
    held-out pages of ``data/extraction/heldout/`` (``benchmarks/_heldout_pages.py`` writes them).
 2. **Extraction speed** on the same pages, one thread: pages per CPU-second (= per core), CPU
    time per page, for both. Goals: >= 40 pages/s per core, and no more CPU than trafilatura.
-   The same on the held-out pages, and the share the post-sequence rule adds (timed apart).
+   The same on the held-out pages, and the shares the post-sequence rule and the apparatus/dense-block
+   rules add (timed apart).
 3. **End-to-end** over HTTP on 127.0.0.1 (seeded synthetic set, so comparable across commits):
    page reads/s (HTTP + decode + extract + checks) and image fetches/s (HTTP + verify + decode
    + EXIF + RGB + downscale + hashes), and decode-only images/s.
@@ -90,6 +91,8 @@ def speed_section(title: str, htmls: list[str], extractors, url: str, args, goal
            note="paired rounds")
     figure("post-sequence rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats), "%",
            higher_is_better=False, note="same pages, timed apart: steadier than the ratio on a loaded machine")
+    figure("apparatus pruning + dense-block check / trafilatura CPU", dense_rule_share(htmls, args.repeats), "%",
+           higher_is_better=False, note="same pages, timed apart")
 
 
 def post_rule_share(htmls: list[str], repeats: int) -> list[float]:
@@ -114,6 +117,36 @@ def post_rule_share(htmls: list[str], repeats: int) -> list[float]:
             middle = time.process_time()
             all_posts(tree, text or "")
             base, rule = base + middle - start, rule + time.process_time() - middle
+        shares.append(100 * rule / base)
+    return shares
+
+
+def dense_rule_share(htmls: list[str], repeats: int) -> list[float]:
+    """Per round, CPU of the reader's wiki-apparatus pruning and dense-block check
+    (``retrieval.denseblock``) as a percentage of the parse + trafilatura call, on the same trees."""
+    import time
+
+    from trafilatura.utils import load_html
+
+    from orig_local.retrieval.denseblock import densest_block, prune_apparatus
+    from orig_local.retrieval.extract import _extractor
+
+    extractor = _extractor()
+    shares = []
+    for _ in range(repeats):
+        base = rule = 0.0
+        for html in htmls:
+            start = time.process_time()
+            tree = load_html(html)
+            middle = time.process_time()
+            prune_apparatus(tree)
+            pruned = time.process_time()
+            text = extractor.trafilatura.extract(tree, output_format="txt", include_comments=False,
+                                                 include_tables=True, config=extractor.config)
+            done = time.process_time()
+            densest_block(tree, text or "")
+            base += (middle - start) + (done - pruned)
+            rule += (pruned - middle) + (time.process_time() - done)
         shares.append(100 * rule / base)
     return shares
 

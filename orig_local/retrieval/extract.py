@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from orig_local.retrieval.denseblock import densest_block, prune_apparatus
 from orig_local.retrieval.htmldecode import clean_text, decode_html, page_title
 from orig_local.retrieval.threads import all_posts
 
@@ -46,13 +47,15 @@ class Extractor:
         # parsed once here: trafilatura copies a tree it is given, so the post-sequence rule
         # reads the same tree afterwards without a second parse
         tree = load_html(html)
+        if tree is not None:
+            prune_apparatus(tree)  # reference lists, navboxes: see retrieval/denseblock.py
         text = self.trafilatura.extract(
             html if tree is None else tree, url=url, output_format="txt", with_metadata=False,
             include_comments=False, include_tables=True, include_links=False, include_images=False,
             config=self.config, favor_precision=favor == "precision", favor_recall=favor == "recall",
         )
         if text and tree is not None:
-            text = all_posts(tree, text) or text
+            text = all_posts(tree, text) or densest_block(tree, text) or text
         return _WIKI_MARKERS.sub("", clean_text(text or "")).strip()
 
 
