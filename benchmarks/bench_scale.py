@@ -121,7 +121,7 @@ def _child(scenario: str, n: int, runs: int = 2) -> dict:
             raise SystemExit(f"{scenario} at {n} failed:\n{proc.stderr[-3000:]}")
         figure = json.loads(proc.stdout.strip().splitlines()[-1])
         # as each figure comes: a long --full run stopped early still leaves what it measured
-        print(f"  ({scenario} {n:,} items, {runs} run(s): CPU {figure['cpu']:.1f} s, peak RSS "
+        print(f"  ({scenario} {n:,} items{f', {runs} run(s)' if scenario == 'report' else ''}: CPU {figure['cpu']:.1f} s, peak RSS "
               f"{figure['rss_mb']:.0f} MB)", flush=True)
         return figure
     finally:
