@@ -11,10 +11,14 @@ For each phase concurrency (items in flight) it prints items/s, client CPU per i
 process's resident memory (peak during the round, above the figure before the first round).
 Goals (issue 20): >= 20 items/s, throughput growing with concurrency, RSS flat in concurrency.
 Items per client CPU-second says what the client sustains per core when the machine is shared
-(items/s then also pays for the stub server and everyone else's load). RSS grows by about one
-encoded generated image (~4/3 of its file) per item in flight; request bodies add nothing.
+(items/s then also pays for the stub server and everyone else's load). Memory: an item holds
+its generated image's base64 (~4/3 of its file) while its questions are asked, and only items
+the chat layer has request slots for hold one (``--chat-concurrency`` requests: 64 / 8
+questions = 8 items; 32, the default of ``judge.concurrency``, = 4), so RSS stops growing with
+the phase's concurrency there; request bodies add nothing.
 
     .venv/bin/python benchmarks/bench_judge.py [--items 120] [--concurrency 1,4,16] [--rounds 2]
+                                               [--chat-concurrency 64]
 """
 
 from __future__ import annotations
@@ -123,10 +127,12 @@ def main() -> int:
     ap.add_argument("--refs", type=int, default=20, help="reference images shared by all items")
     ap.add_argument("--concurrency", default="1,4,16", help="items in flight, comma-separated")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--chat-concurrency", type=int, default=64, help="requests in flight to the server")
     args = ap.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     header("Judge phase at 1328x1328 against an instant loopback server", items=args.items,
-           questions=f"{args.text} text + {args.image} image", concurrency=args.concurrency, rounds=args.rounds)
+           questions=f"{args.text} text + {args.image} image", concurrency=args.concurrency, rounds=args.rounds,
+           chat_concurrency=args.chat_concurrency)
     tmp = Path(tempfile.mkdtemp())
     server, port = stub_server(0.0, content="true")
     try:
@@ -135,7 +141,7 @@ def main() -> int:
         print(f"generated image {png:.2f} MB PNG; {args.refs} shared 1024x768 JPEG references")
         base_rss = rss_mb()
         config = ChatConfig(backend="openai", base_url=f"http://127.0.0.1:{port}/v1", model="stub",
-                            cache=False, concurrency=64)
+                            cache=False, concurrency=args.chat_concurrency)
         n = [0]
 
         def one_round(concurrency: int) -> tuple[float, float, float, float]:

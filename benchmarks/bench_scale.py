@@ -21,6 +21,8 @@ report RSS exponent in the number of runs <= 0.3 (memory that does not grow with
     .venv/bin/python benchmarks/bench_scale.py              # quick: 1k and 3k items
     .venv/bin/python benchmarks/bench_scale.py --full       # 1k, 10k, 50k (minutes; not in make test)
     .venv/bin/python benchmarks/bench_scale.py --sizes 2000,8000 --only judge,report
+    .venv/bin/python benchmarks/bench_scale.py --only runs --runs-size 50000 --run-counts 1,2,4,8
+        # a study's report: memory over runs at 50k items (36 runs x 50k: docs/scale.md)
 """
 
 from __future__ import annotations
@@ -117,7 +119,11 @@ def _child(scenario: str, n: int, runs: int = 2) -> dict:
                               capture_output=True, text=True, check=False)
         if proc.returncode:
             raise SystemExit(f"{scenario} at {n} failed:\n{proc.stderr[-3000:]}")
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        figure = json.loads(proc.stdout.strip().splitlines()[-1])
+        # as each figure comes: a long --full run stopped early still leaves what it measured
+        print(f"  ({scenario} {n:,} items{f', {runs} run(s)' if scenario == 'report' else ''}: CPU {figure['cpu']:.1f} s, peak RSS "
+              f"{figure['rss_mb']:.0f} MB)", flush=True)
+        return figure
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -154,6 +160,8 @@ def main() -> int:
     ap.add_argument("--sizes", help="comma-separated item counts (default 1000,3000)")
     ap.add_argument("--full", action="store_true", help="1k, 10k and 50k items (minutes)")
     ap.add_argument("--only", help=f"comma-separated scenarios of {', '.join(SCENARIOS)}, runs")
+    ap.add_argument("--runs-size", type=int, help="items per run of the 'runs' scenario (default: the smallest size)")
+    ap.add_argument("--run-counts", help="runs per report of the 'runs' scenario (default 1,2,4,8)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -169,9 +177,10 @@ def main() -> int:
             _table(f"{scenario} (report: 2 runs)" if scenario == "report" else scenario, sizes,
                    [_child(scenario, n) for n in sizes], "items", 1.2, None)
     if "runs" in only:
-        n = sizes[0]
-        _table(f"report over 1-8 runs of {n:,} items (memory must not grow with runs)", list(RUN_COUNTS),
-               [_child("report", n, runs) for runs in RUN_COUNTS], "runs", None, 0.3)
+        n = args.runs_size or sizes[0]
+        counts = [int(c) for c in args.run_counts.split(",")] if args.run_counts else list(RUN_COUNTS)
+        _table(f"report over {counts[0]}-{counts[-1]} runs of {n:,} items (memory must not grow with runs)", counts,
+               [_child("report", n, runs) for runs in counts], "runs", None, 0.3)
     footer()
     return 0
 

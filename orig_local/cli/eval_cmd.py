@@ -113,28 +113,26 @@ def adopt_run_meta(config, args, out) -> None:
 
 def _load_items(ev, ids: list[str] | None = None):
     """The benchmark, and the identity of its full item list (filters left out, so a run grown
-    with a larger --limit keeps matching its data)."""
+    with a larger --limit keeps matching its data). The data is read once; the run's classes,
+    each class's check and the identity are selections from that one read."""
     from pathlib import Path
 
     from orig_local.errors import DataError, UsageError
     from orig_local.evaluation.identity import benchmark_identity
-    from orig_local.evaluation.loaders import LOADERS, benchmark_options, benchmark_source, load_benchmark
-    from orig_local.evaluation.loaders.wise import PROTOCOLS
+    from orig_local.evaluation.loaders import LOADERS, benchmark_options, read_benchmark, select_benchmark
     from orig_local.evaluation.selection import check_selection
 
     if ev.benchmark not in LOADERS:
         raise UsageError(f"unknown benchmark {ev.benchmark!r}; benchmarks: {', '.join(LOADERS)}")
     if not Path(ev.data).exists():
         raise DataError(f"benchmark data not found: {ev.data}", hint="pass --data PATH (a folder or file)")
-    options = benchmark_options(ev)
     try:
-        items = load_benchmark(ev.benchmark, ev.data, classes=ev.classes, include_others=ev.include_others,
-                               **options)
-        every = load_benchmark(ev.benchmark, ev.data, include_others=True, **options)
+        loaded = read_benchmark(ev.benchmark, ev.data, **benchmark_options(ev))
+        every = loaded.items
+        items = select_benchmark(ev.benchmark, every, ev.classes, ev.include_others)
         # A class is unknown when the loader (whose own names and aliases count) selects nothing
         # for it: never a silently smaller run.
-        empty = [c for c in ev.classes or []
-                 if not load_benchmark(ev.benchmark, ev.data, classes=[c], include_others=True, **options)]
+        empty = [c for c in ev.classes or [] if not select_benchmark(ev.benchmark, every, [c], True)]
     except (OSError, ValueError, KeyError) as exc:
         if isinstance(exc, (DataError, UsageError)):
             raise
@@ -143,12 +141,10 @@ def _load_items(ev, ids: list[str] | None = None):
         raise UsageError(f"unknown class(es) {', '.join(empty)}",
                          hint=f"valid classes: {', '.join(sorted({it.category for it in every}))}")
     check_selection(every, ids=ids)
-    # The binding must not depend on how the items are judged: another WISE protocol is another
-    # judge name on the same data, so the fields are bound with every protocol's questions.
-    bound = (load_benchmark(ev.benchmark, ev.data, include_others=True, **{**options, "protocols": list(PROTOCOLS)})
-             if "protocols" in options else every)
+    # loaded.bound: WISE's items with every protocol's questions (the binding must not depend on
+    # how the items are judged: another protocol is another judge name on the same data).
     return items, benchmark_identity(ev.benchmark, str(Path(ev.data).resolve()), every,
-                                     source=benchmark_source(ev.benchmark, ev.data, **options), bound_items=bound)
+                                     source=loaded.source, bound_items=loaded.bound)
 
 
 def _run_seeds(config, args, items, phases, shard, identity) -> list:

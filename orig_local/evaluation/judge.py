@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, RootModel, StrictBool
 
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
+from orig_local.evaluation.request_budget import RequestBudget
 from orig_local.evaluation.verdict import Verdict, record_finish  # defined below both judges; public here too
 from orig_local.llm.base import ChatError, ImageRef, Message, StructuredOutputError, system, user
 
@@ -275,6 +276,8 @@ class Judge:
         self.name = name or getattr(chat, "model_name", "judge")
         self.max_tokens = max_tokens
         self.references = ReferenceImages()  # encoded once per run, shared by every item
+        # items holding their pictures: as many as the chat layer has request slots for
+        self.budget = RequestBudget(getattr(getattr(chat, "config", None), "concurrency", None) or 32)
         self._templates = _templates(Path(templates_dir) if templates_dir else None)
 
     @classmethod
@@ -389,15 +392,18 @@ class Judge:
         return self._finish(verdict, value, raw, reply)
 
     async def judge_item(self, item: BenchmarkItem, image: Any) -> list[Verdict]:
-        """All questions of ``item`` about its generated ``image`` (sent concurrently)."""
-        image = ImageRef(image)  # read/encode/hash once for all questions
-        refs = [self.references.get(q.reference_image) for q in item.questions
-                if q.modality == "image" and not q.rubric and q.reference_image_found
-                and q.reference_image and Path(q.reference_image).is_file()]
-        await asyncio.to_thread(_prepare_all, [image, *refs])  # CPU work, off the event loop
-        return list(await asyncio.gather(*(
-            self.judge_question(q, image, item.reference_text) for q in item.questions
-        )))
+        """All questions of ``item`` about its generated ``image`` (sent concurrently). The
+        picture is read only once the item is admitted (:class:`RequestBudget`) and dropped when
+        its last answer is in: memory follows the chat model's concurrency, not the phase's."""
+        async with self.budget.admit(len(item.questions)):
+            image = ImageRef(image)  # read/encode/hash once for all questions
+            refs = [self.references.get(q.reference_image) for q in item.questions
+                    if q.modality == "image" and not q.rubric and q.reference_image_found
+                    and q.reference_image and Path(q.reference_image).is_file()]
+            await asyncio.to_thread(_prepare_all, [image, *refs])  # CPU work, off the event loop
+            return list(await asyncio.gather(*(
+                self.judge_question(q, image, item.reference_text) for q in item.questions
+            )))
 
     async def judge_fact(self, fact: GoldFact, texts: Sequence[str], images: Sequence[Any],
                          max_chars: int = 8000, max_images: int = 4) -> Verdict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import mmap
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,8 @@ class _Encoded:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.data_uri: bytes | None = None  # the base64 of the bytes sent (ASCII)
+        # the base64 of the bytes sent (ASCII): bytes, or an anonymous memory map (llm/wire.py)
+        self.data_uri: bytes | mmap.mmap | None = None
         self.sha256: str | None = None
         self.mime: str | None = None
         self.nbytes = 0
@@ -82,34 +84,40 @@ class ImageRef:
             return self
         with enc.lock:
             if enc.data_uri is None:
-                data, mime, size = self._wire_bytes()
-                enc.sha256 = hashlib.sha256(data).hexdigest()
-                enc.mime, enc.size, enc.nbytes = mime, size, len(data)
-                enc.data_uri = base64.b64encode(data)  # the prefix is added where it is sent
-                del data  # the raw bytes are not kept: only what goes on the wire
+                b64, enc.sha256, enc.nbytes, enc.mime, enc.size = self._wire_bytes()
+                enc.data_uri = b64  # last: a reader outside the lock sees it only when all is set
         return self
 
-    def _wire_bytes(self) -> tuple[bytes, str, tuple[int, int]]:
+    def _wire_bytes(self) -> tuple[bytes | mmap.mmap, str, int, str, tuple[int, int]]:
+        """What goes on the wire: (its base64, sha256 and length of the bytes sent, mime, size).
+        A PNG/JPEG/WebP file is sent as it came, read in pieces straight into its base64
+        (llm/wire.py: its bytes are never held beside it); bytes in such a format likewise;
+        anything else is encoded once as PNG. Only the base64 is kept."""
         from PIL import Image
 
-        raw: bytes | None = None
         if isinstance(self.source, Path):
-            raw = self.source.read_bytes()
+            with Image.open(self.source) as im:  # reads the header only
+                mime = WIRE_FORMATS.get(im.format or "")
+                if mime is not None and getattr(im, "n_frames", 1) == 1:
+                    from orig_local.llm.wire import file_base64
+
+                    return (*file_base64(self.source), mime, tuple(im.size))  # type: ignore[return-value]
         elif isinstance(self.source, (bytes, bytearray)):
             raw = bytes(self.source)
-        if raw is not None:
             with Image.open(io.BytesIO(raw)) as im:  # reads the header only
                 mime = WIRE_FORMATS.get(im.format or "")
                 if mime is not None and getattr(im, "n_frames", 1) == 1:
-                    return raw, mime, tuple(im.size)  # type: ignore[return-value]
+                    return (base64.b64encode(raw), hashlib.sha256(raw).hexdigest(), len(raw), mime,
+                            tuple(im.size))  # type: ignore[return-value]
         picture = self.to_pil()
         buf = io.BytesIO()
         picture.save(buf, format="PNG")
-        return buf.getvalue(), "image/png", tuple(picture.size)  # type: ignore[return-value]
+        data = buf.getvalue()
+        return base64.b64encode(data), hashlib.sha256(data).hexdigest(), len(data), "image/png", tuple(picture.size)  # type: ignore[return-value]
 
-    def data_uri_parts(self) -> tuple[bytes, bytes]:
+    def data_uri_parts(self) -> tuple[bytes, bytes | mmap.mmap]:
         """``(b"data:<mime>;base64,", base64 bytes)``: the data URI in two pieces, the second
-        one shared object, so a request body can stream it without copying."""
+        one shared object (bytes-like), so a request body can stream it without copying."""
         enc = self.prepare()._enc
         return f"data:{enc.mime};base64,".encode("ascii"), enc.data_uri  # type: ignore[return-value]
 

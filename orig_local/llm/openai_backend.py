@@ -38,6 +38,7 @@ import asyncio
 import json
 import logging
 import math
+import mmap
 import random
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -102,7 +103,7 @@ class StreamedBody:
     def __init__(self, body: dict[str, Any], images: list[ImageRef], marker: str):
         text = json.dumps(body, ensure_ascii=False)
         pieces = text.split(marker)
-        self.chunks: list[bytes] = [pieces[0].encode()]
+        self.chunks: list[bytes | mmap.mmap] = [pieces[0].encode()]
         for piece in pieces[1:]:
             k, rest = piece.split("@@", 1)
             # a data URI is base64 ASCII: nothing in it needs JSON escaping

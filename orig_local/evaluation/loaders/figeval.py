@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from orig_local.evaluation.items import (
@@ -30,6 +31,7 @@ from orig_local.evaluation.items import (
     GoldFact,
     Question,
 )
+from orig_local.evaluation.loaders import Loaded
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +146,26 @@ def _questions(pid: str, entry: dict, images: dict[str, Path], where: Path,
     return out
 
 
+def select(items: Sequence[BenchmarkItem], classes: Sequence[str] | None = None,
+           include_others: bool = False) -> list[BenchmarkItem]:
+    """The items of ``classes`` (``sport`` and ``sports`` both work); without ``classes`` the
+    10 paper classes, plus every other class (the 20 ``others`` prompts) with ``include_others``
+    - a listed class is always taken, ``others`` too."""
+    from orig_local.evaluation.loaders import keep_classes
+
+    if classes:
+        return keep_classes(items, {normalize_class(c) for c in classes})
+    return keep_classes(items, None if include_others else set(FIGEVAL_CLASSES))
+
+
 def load(path: str | Path, classes: list[str] | None = None, include_others: bool = False) -> list[BenchmarkItem]:
     """Read FIG-Eval from ``path`` (see module doc). ``classes`` restricts to some classes
     (``sport`` and ``sports`` both work); ``others`` is dropped unless listed or
     ``include_others``. Prompts whose category has no question file are skipped (logged)."""
-    given = Path(path)
+    return select(load_all(path).items, classes, include_others)
+
+
+def _root(given: Path) -> Path:
     root = given
     if root.is_file():
         if root.suffix not in (".jsonl", ".json"):
@@ -158,13 +175,17 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
     if not root.is_dir():
         raise BenchmarkFormatError(f"FIG-Eval folder not found: {given}",
                                    hint="pass --data <the authors' repository or a flat folder with prompts.jsonl>")
-    grouped_files = _find_grouped(root)
-    if not grouped_files:
-        raise BenchmarkFormatError(f"{given}: no <category>_grouped.json found (flat, or eval/reference/txt/<cat>/)",
-                                   hint="is this the FIG-Eval folder? see docs/evaluation.md for the layouts")
-    images = _image_index(root)
+    return root
 
-    grouped: dict[str, tuple[dict, Path]] = {}
+
+Grouped = dict[str, tuple[dict, Path]]
+
+
+def _read_grouped(grouped_files: list[Path], images: dict[str, Path]
+                  ) -> tuple[Grouped, dict[str, list[GoldFact]], dict[str, tuple[str, str | None]]]:
+    """Question entries by lower-cased prompt id (with their file), gold facts by id, and the
+    per-category prompt lists' prompts by id."""
+    grouped: Grouped = {}
     facts: dict[str, list[GoldFact]] = {}
     fallback_prompts: dict[str, tuple[str, str | None]] = {}
     for gf in grouped_files:
@@ -187,7 +208,10 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
                 text = row.get("Prompt") or row.get("prompt_en") or row.get("prompt")
                 if row.get("id") and text:
                     fallback_prompts.setdefault(str(row["id"]).strip().lower(), (text, row.get("指令")))
+    return grouped, facts, fallback_prompts
 
+
+def _prompt_rows(root: Path, grouped: Grouped, fallback_prompts: dict[str, tuple[str, str | None]]) -> list[dict]:
     prompts_file = _find_prompts(root)
     if prompts_file is not None:
         prompt_rows = _read_jsonl(prompts_file)
@@ -211,41 +235,59 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
             continue
         prompt_rows.append({"id": pid, "category": pid.rsplit("_", 1)[0], "prompt_en": text,
                             "prompt_zh": zh, "_note": f"not in prompts.jsonl; prompt from {src}"})
+    return prompt_rows
 
-    wanted = {normalize_class(c) for c in classes} if classes else None
+
+def _item(row: dict, pid: str, category: str, hit: tuple[dict, Path], images: dict[str, Path],
+          facts: dict[str, list[GoldFact]]) -> BenchmarkItem:
+    entry, where = hit
+    issues: list[str] = [row["_note"]] if row.get("_note") else []
+    questions = _questions(pid, entry, images, where, issues)
+    prompt = " ".join(str(row.get("prompt_en") or entry.get("prompt_en") or "").split())
+    if not prompt:
+        raise BenchmarkFormatError(f"{pid}: no English prompt in prompts.jsonl or {where.name}")
+    ref_text = str(entry.get("txt_reference") or "")
+    item_facts = facts.get(pid.lower()) or _facts_from_text(ref_text)
+    ref_images = sorted(
+        str(p) for name, p in images.items()
+        if re.fullmatch(re.escape(pid.lower()) + r"_\d+\.(png|jpg)", name)
+    )
+    for q in questions:
+        if q.reference_image_found and q.reference_image and q.reference_image not in ref_images:
+            ref_images.append(q.reference_image)
+    return BenchmarkItem(
+        id=pid, prompt=prompt, category=category, questions=questions,
+        reference_text=ref_text, reference_images=ref_images, facts=item_facts,
+        prompt_zh=row.get("prompt_zh") or entry.get("prompt_zh") or None, issues=issues,
+    )
+
+
+def load_all(path: str | Path) -> Loaded:
+    """Every FIG-Eval item under ``path``, every class (``others`` included), from one read of
+    its files. Prompts whose category has no question file are skipped (logged)."""
+    given = Path(path)
+    root = _root(given)
+    grouped_files = _find_grouped(root)
+    if not grouped_files:
+        raise BenchmarkFormatError(f"{given}: no <category>_grouped.json found (flat, or eval/reference/txt/<cat>/)",
+                                   hint="is this the FIG-Eval folder? see docs/evaluation.md for the layouts")
+    images = _image_index(root)
+    grouped, facts, fallback_prompts = _read_grouped(grouped_files, images)
     items: list[BenchmarkItem] = []
     no_questions: dict[str, int] = {}
-    for row in prompt_rows:
+    for row in _prompt_rows(root, grouped, fallback_prompts):
         pid = str(row["id"]).strip()
         category = normalize_class(str(row.get("category") or pid.rsplit("_", 1)[0]))
-        if wanted is not None and category not in wanted:
-            continue
-        if wanted is None and category not in FIGEVAL_CLASSES and not include_others:
-            continue  # the 20 "others" prompts are not part of the 10-class table
         hit = grouped.get(pid.lower())
         if hit is None:
             no_questions[category] = no_questions.get(category, 0) + 1
             continue
-        entry, where = hit
-        issues: list[str] = [row["_note"]] if row.get("_note") else []
-        questions = _questions(pid, entry, images, where, issues)
-        prompt = " ".join(str(row.get("prompt_en") or entry.get("prompt_en") or "").split())
-        if not prompt:
-            raise BenchmarkFormatError(f"{pid}: no English prompt in prompts.jsonl or {where.name}")
-        ref_text = str(entry.get("txt_reference") or "")
-        item_facts = facts.get(pid.lower()) or _facts_from_text(ref_text)
-        ref_images = sorted(
-            str(p) for name, p in images.items()
-            if re.fullmatch(re.escape(pid.lower()) + r"_\d+\.(png|jpg)", name)
-        )
-        for q in questions:
-            if q.reference_image_found and q.reference_image and q.reference_image not in ref_images:
-                ref_images.append(q.reference_image)
-        items.append(BenchmarkItem(
-            id=pid, prompt=prompt, category=category, questions=questions,
-            reference_text=ref_text, reference_images=ref_images, facts=item_facts,
-            prompt_zh=row.get("prompt_zh") or entry.get("prompt_zh") or None, issues=issues,
-        ))
+        items.append(_item(row, pid, category, hit, images, facts))
+    _log_skipped(root, grouped, no_questions, items)
+    return Loaded(items)
+
+
+def _log_skipped(root: Path, grouped: Grouped, no_questions: dict[str, int], items: list[BenchmarkItem]) -> None:
     # A category whose question file exists but lacks some of its prompts is a partial (or
     # stale) file: a warning, since the table would silently cover fewer prompts. A category
     # without any question file is a partial download: said at INFO.
@@ -265,4 +307,3 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
     bad = sum(1 for i in items for msg in i.issues if "skipped, bad" in msg)
     if bad:
         log.warning("FIG-Eval: %d malformed question(s) skipped (see item.issues)", bad)
-    return items

@@ -29,9 +29,11 @@ import hashlib
 import json
 import re
 import string
+from collections.abc import Sequence
 from pathlib import Path
 
 from orig_local.evaluation.items import BenchmarkFormatError, BenchmarkItem, Question
+from orig_local.evaluation.loaders import Loaded
 
 QA_FILE = re.compile(r"^GPT4o_QA_(?P<domain>[A-Za-z]+)_mod_cois\.xlsx$", re.IGNORECASE)
 CAPTIONS = "captions.xlsx"
@@ -145,15 +147,32 @@ def with_none_option(choices: list[str]) -> list[str]:
 # --------------------------------------------------------------------------- spreadsheets
 
 
-def _workbook(path: Path):
+class _Files:
+    """Each file read once, its sha256 kept: a load parses and hashes the same bytes (the
+    run's binding), and captions.xlsx is opened once for every domain's sheet."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[Path, bytes] = {}
+
+    def read(self, path: Path) -> bytes:
+        if path not in self.blobs:
+            self.blobs[path] = path.read_bytes()
+        return self.blobs[path]
+
+    def hashes(self, root: Path) -> dict[str, str]:
+        return {str(f.relative_to(root)): hashlib.sha256(b).hexdigest() for f, b in sorted(self.blobs.items())}
+
+
+def _workbook(path: Path, files: _Files):
     try:
         import openpyxl
     except ImportError as exc:  # pragma: no cover - the eval extra installs it
         raise BenchmarkFormatError("reading I-HallA spreadsheets needs openpyxl: pip install 'orig-local[eval]'") from exc
+    import io
     import zipfile
 
     try:
-        return openpyxl.load_workbook(path, read_only=True, data_only=True)
+        return openpyxl.load_workbook(io.BytesIO(files.read(path)), read_only=True, data_only=True)
     except (zipfile.BadZipFile, OSError, KeyError, ValueError) as exc:
         raise BenchmarkFormatError(f"{path}: not a readable .xlsx spreadsheet ({type(exc).__name__}: {exc})") from exc
 
@@ -170,10 +189,10 @@ def _index(value) -> str:
     return str(int(float(value))) if not isinstance(value, str) else value.strip()
 
 
-def _sheet_rows(path: Path, sheet: str | None) -> list[tuple[int, tuple]]:
+def _sheet_rows(path: Path, sheet: str | None, files: _Files) -> list[tuple[int, tuple]]:
     """(spreadsheet row number, values) of ``sheet``'s data rows (default ``Sheet1``, else the
     first sheet; by name, any case), without the header row and without empty rows."""
-    wb = _workbook(path)
+    wb = _workbook(path, files)
     try:
         names = {n.lower(): n for n in wb.sheetnames}
         if sheet is None:
@@ -205,32 +224,30 @@ def _domain_files(path: Path) -> tuple[dict[str, Path], Path]:
     raise BenchmarkFormatError(f"no GPT4o_QA_<history|science>_mod_cois.xlsx in {path} (or {path / 'data'})")
 
 
-def _captions(folder: Path, domain: str) -> dict[str, str]:
+def _captions(folder: Path, domain: str, files: _Files) -> dict[str, str]:
     path = folder / CAPTIONS
     if not path.is_file():
         raise BenchmarkFormatError(f"{path} not found: the I-HallA prompts come from captions.xlsx "
                                    "(one sheet per domain: index, caption)")
     out = {}
-    for _, r in _sheet_rows(path, domain):
+    for _, r in _sheet_rows(path, domain, files):
         if len(r) < 2 or r[1] in (None, ""):
             continue
         out[_index(r[0])] = str(r[1]).strip()
     return out
 
 
-def _load_xlsx(path: Path, wanted: set[str] | None, none_option: bool) -> list[BenchmarkItem]:
-    files, folder = _domain_files(path)
+def _load_xlsx(path: Path, none_option: bool, files: _Files) -> list[BenchmarkItem]:
+    qa_files, folder = _domain_files(path)
     items: list[BenchmarkItem] = []
-    for domain, qa in files.items():
-        if wanted is not None and domain not in wanted:
-            continue
+    for domain, qa in qa_files.items():
         grouped: dict[str, list[tuple]] = {}
-        for n, r in _sheet_rows(qa, None):
+        for n, r in _sheet_rows(qa, None, files):
             r = tuple(r) + (None,) * max(0, 5 - len(r))
             if not _is_index(r[0]):
                 raise BenchmarkFormatError(f"{qa.name} row {n}: index {r[0]!r} is not a number")
             grouped.setdefault(_index(r[0]), []).append((n, *r[:5]))
-        captions = _captions(folder, domain)
+        captions = _captions(folder, domain, files)
         for idx, rows in grouped.items():
             if idx not in captions:
                 raise BenchmarkFormatError(f"{qa.name}: prompt {idx} has no caption in {CAPTIONS} sheet {domain!r}")
@@ -254,9 +271,9 @@ def _load_xlsx(path: Path, wanted: set[str] | None, none_option: bool) -> list[B
 # --------------------------------------------------------------------------- JSON / JSONL
 
 
-def _load_json(path: Path, wanted: set[str] | None, none_option: bool) -> list[BenchmarkItem]:
+def _load_json(path: Path, none_option: bool, files: _Files) -> list[BenchmarkItem]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = files.read(path).decode("utf-8")
         rows = [json.loads(ln) for ln in text.splitlines() if ln.strip()] if path.suffix == ".jsonl" else json.loads(text)
     except UnicodeDecodeError as exc:
         raise BenchmarkFormatError(f"{path}: not UTF-8 text; the I-HallA release's .xlsx spreadsheets "
@@ -272,8 +289,6 @@ def _load_json(path: Path, wanted: set[str] | None, none_option: bool) -> list[B
         if not prompt:
             raise BenchmarkFormatError(f"{path}: item {pid} has no prompt")
         category = str(row.get("category", "ihalla"))
-        if wanted is not None and category.lower() not in wanted:
-            continue
         questions = []
         for k, q in enumerate(row.get("questions") or row.get("qa") or [], 1):
             where = f"{path}: {pid}/q{k}"
@@ -306,16 +321,30 @@ def source(path: str | Path, **_ignored) -> dict:
             "files": {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in _files(path)}}
 
 
+def select(items: Sequence[BenchmarkItem], classes: Sequence[str] | None = None,
+           include_others: bool = True) -> list[BenchmarkItem]:
+    """The items of ``classes`` (the domains, any case); ``include_others`` has no meaning here."""
+    from orig_local.evaluation.loaders import keep_classes
+
+    return keep_classes(items, {c.lower() for c in classes} if classes else None, str.lower)
+
+
 def load(path: str | Path, classes: list[str] | None = None, include_others: bool = True,
          none_option: bool = True) -> list[BenchmarkItem]:
+    return select(load_all(path, none_option).items, classes, include_others)
+
+
+def load_all(path: str | Path, none_option: bool = True) -> Loaded:
+    """Every item, every domain, and the sha256 of every file (what :func:`source` records),
+    from one read of each file."""
     path = Path(path)
     if not path.exists():
         raise BenchmarkFormatError(f"I-HallA data not found: {path}")
-    wanted = {c.lower() for c in classes} if classes else None
+    files = _Files()
     if path.is_file() and path.suffix.lower() in (".json", ".jsonl"):
-        items = _load_json(path, wanted, none_option)
+        items = _load_json(path, none_option, files)
     elif path.is_dir() or path.suffix.lower() == ".xlsx":
-        items = _load_xlsx(path, wanted, none_option)
+        items = _load_xlsx(path, none_option, files)
     else:
         raise BenchmarkFormatError(f"{path}: I-HallA data is the release's .xlsx files (or our JSON/JSONL)")
     seen: set[str] = set()
@@ -323,4 +352,5 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
         if it.id in seen:
             raise BenchmarkFormatError(f"{path}: item id {it.id} appears twice")
         seen.add(it.id)
-    return items
+    root = path if path.is_dir() else path.parent
+    return Loaded(items, source={"loader": "ihalla", "root": str(root), "files": files.hashes(root)})

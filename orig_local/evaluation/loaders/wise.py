@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Literal
 
 from orig_local.evaluation.items import BenchmarkFormatError, BenchmarkItem, Question
+from orig_local.evaluation.loaders import Loaded
 
 log = logging.getLogger(__name__)
 
@@ -187,9 +188,9 @@ def resolve(path: str | Path, variant: Variant = "base") -> tuple[WiseSource, li
     return WiseSource(str(folder), release, variant), present
 
 
-def _read_json(f: Path) -> list[dict]:
+def _read_json(f: Path, blob: bytes | None = None) -> list[dict]:
     try:
-        text = f.read_text(encoding="utf-8")
+        text = (f.read_bytes() if blob is None else blob).decode("utf-8")
         data = [json.loads(ln) for ln in text.splitlines() if ln.strip()] if f.suffix == ".jsonl" else json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BenchmarkFormatError(f"{f}: not a WISE JSON file ({type(exc).__name__}: {exc})") from exc
@@ -208,7 +209,7 @@ def read(path: str | Path, variant: Variant = "base") -> tuple[WiseSource, list[
         blob = f.read_bytes()
         rel = f.name if f.parent == root else str(f.relative_to(root)) if f.is_relative_to(root) else str(f)
         source.files[rel] = hashlib.sha256(blob).hexdigest()
-        rows += [(f, r) for r in _read_json(f)]
+        rows += [(f, r) for r in _read_json(f, blob)]  # the bytes hashed are the bytes parsed
     return source, rows
 
 
@@ -267,16 +268,34 @@ def _item(row: dict, pid: str, prompt: str, expl: str, release: Release,
         questions=_questions(prompt, expl.strip(), protocols), reference_text=expl, issues=issues)
 
 
+def select(items: Sequence[BenchmarkItem], classes: Sequence[str] | None = None,
+           include_others: bool = True) -> list[BenchmarkItem]:
+    """The items of ``classes`` (categories or domains, any case: :func:`class_filter`, which
+    rejects an unknown name); ``include_others`` has no meaning for WISE."""
+    from orig_local.evaluation.loaders import keep_classes
+
+    return keep_classes(items, class_filter(classes))
+
+
 def load(path: str | Path, classes: list[str] | None = None, include_others: bool = True,
          variant: Variant = "base", protocols: Sequence[str] = DEFAULT_PROTOCOLS) -> list[BenchmarkItem]:
+    wanted = class_filter(classes)  # an unknown class name fails before the files are read
+    return [it for it in load_all(path, variant, protocols).items if wanted is None or it.category in wanted]
+
+
+def load_all(path: str | Path, variant: Variant = "base", protocols: Sequence[str] = DEFAULT_PROTOCOLS) -> Loaded:
+    """Every WISE item (judged with ``protocols``) from one read of the files, the source
+    (:class:`WiseSource`: release, variant, sha256 per file, skipped ids) and, when
+    ``protocols`` are not all of them, the items with every protocol's questions: a run is bound
+    to its data however it is judged (another protocol is another judge name on the same data)."""
     bad = [p for p in protocols if p not in PROTOCOLS]
     if bad or not protocols:
         raise BenchmarkFormatError(f"WISE judge protocols must be among {', '.join(PROTOCOLS)}, not {list(protocols)}")
-    wanted = class_filter(classes)
     src, rows = read(path, variant)
+    every_protocol = list(protocols) != list(PROTOCOLS)
     items: list[BenchmarkItem] = []
+    bound: list[BenchmarkItem] = []
     seen: dict[str, Path] = {}
-    skipped: list[str] = []
     for f, row in rows:
         try:
             pid_raw, prompt, expl = row["prompt_id"], row["Prompt"], row["Explanation"]
@@ -284,16 +303,16 @@ def load(path: str | Path, classes: list[str] | None = None, include_others: boo
             raise BenchmarkFormatError(f"{f}: WISE row without {exc}: {str(row)[:120]}") from exc
         pid = normalize_id(pid_raw)
         if pid is None or not 1 <= int(pid) <= 1000:
-            skipped.append(str(pid_raw))  # the calculators only count ids 1-1000
+            src.skipped.append(str(pid_raw))  # the calculators only count ids 1-1000
             continue
         if pid in seen:
             raise BenchmarkFormatError(f"WISE prompt_id {pid} appears twice ({seen[pid].name} and {f.name}, "
                                        f"as {pid_raw!r} here); each id must be loaded once")
         seen[pid] = f
-        item = _item(row, pid, str(prompt), str(expl), src.release, protocols)
-        if wanted is None or item.category in wanted:
-            items.append(item)
-    if skipped:
+        items.append(_item(row, pid, str(prompt), str(expl), src.release, protocols))
+        if every_protocol:
+            bound.append(_item(row, pid, str(prompt), str(expl), src.release, PROTOCOLS))
+    if src.skipped:
         log.warning("WISE %s: %d row(s) with a prompt_id outside 1-1000 skipped, as the authors' calculators "
-                    "skip them: %s", src.root, len(skipped), ", ".join(skipped[:10]))
-    return items
+                    "skip them: %s", src.root, len(src.skipped), ", ".join(src.skipped[:10]))
+    return Loaded(items, source=src.to_dict(), bound=bound if every_protocol else None)
