@@ -110,28 +110,14 @@ class StageContext:
         consolidated summary) says how much; it is sent as the call's ``max_tokens`` and reserved
         in the window. Returns ``(parsed or None, record)``; on failure ``record.error`` says why."""
         system_text = self.prompts.render("system")
-        budget_note = None
         images = [] if max_pixels == 0 else list(images)
+        budget_note = None
         if fit:
-            variables = dict(variables)
-            fixed = self.prompts.render(template, prompt=self.prompt, **variables, **{n: "" for n, _ in fit})
-            left = self.budget.available(system_text + fixed, images=len(images), reply_tokens=reply_tokens)
-            if left <= 0:
-                budget_note = (f"no room for evidence: template, {len(images)} image(s) and the reply fill the "
-                               f"{self.budget.context_tokens}-token window")
-                log.warning("%s/%s: %s", stage, step, budget_note)
-            for name, fill in fit:
-                variables[name] = fill(left)
-                left = max(left - self.budget.count(variables[name]), 0)
+            variables, budget_note = self._fit(stage, step, template, variables, fit, system_text,
+                                               len(images), reply_tokens)
         text = self.prompts.render(template, prompt=self.prompt, **variables)
         check_reads(template, text, stage)  # only the data its stage declares (registry: Call.reads)
-        parts: list[Any] = [text]
-        refs = self._prepared(images, max_pixels)
-        if refs is None:  # resizing and hashing pictures is CPU work: off the event loop
-            refs = await asyncio.to_thread(self._prepare, images, max_pixels)
-        for i, ref in enumerate(refs, 1):
-            parts += [f"\nImage {i}:", ref]
-        messages: list[Message] = [system(system_text), user(*parts)]
+        messages = await self._messages(system_text, text, images, max_pixels)
         canonical = [self._canonical(m) for m in messages]
         record = StageRecord(
             stage=stage, step=step, round=self.round, template=template,
@@ -145,6 +131,46 @@ class StageContext:
             record.notes.append(budget_note)
         if reply_tokens is not None:
             record.notes.append(f"reply limit {reply_tokens} tokens (max_tokens sent with this call)")
+        parsed = await self._call(record, messages, schema, reply_tokens)
+        if record.error:
+            log.warning("%s/%s (round %d) failed: %s", stage, step, self.round, record.error[:300])
+        self.trace.add(record)
+        return parsed, record
+
+    def _fit(self, stage: Stage, step: str, template: str, variables: dict[str, Any],
+             fit: Sequence[tuple[str, Callable[[int], str]]], system_text: str, n_images: int,
+             reply_tokens: int | None) -> tuple[dict[str, Any], str | None]:
+        """``variables`` with each ``fit`` variable filled, in order, into the tokens left once
+        everything else of the call is reserved, and a note when nothing was left."""
+        variables = dict(variables)
+        budget_note = None
+        fixed = self.prompts.render(template, prompt=self.prompt, **variables, **{n: "" for n, _ in fit})
+        left = self.budget.available(system_text + fixed, images=n_images, reply_tokens=reply_tokens)
+        if left <= 0:
+            budget_note = (f"no room for evidence: template, {n_images} image(s) and the reply fill the "
+                           f"{self.budget.context_tokens}-token window")
+            log.warning("%s/%s: %s", stage, step, budget_note)
+        for name, fill in fit:
+            variables[name] = fill(left)
+            left = max(left - self.budget.count(variables[name]), 0)
+        return variables, budget_note
+
+    async def _messages(self, system_text: str, text: str, images: Sequence[Any],
+                        max_pixels: int | None) -> list[Message]:
+        """The system and user messages: the text first, then each image after its label, so
+        the text fixed across requests stays a shared prefix."""
+        parts: list[Any] = [text]
+        refs = self._prepared(images, max_pixels)
+        if refs is None:  # resizing and hashing pictures is CPU work: off the event loop
+            refs = await asyncio.to_thread(self._prepare, images, max_pixels)
+        for i, ref in enumerate(refs, 1):
+            parts += [f"\nImage {i}:", ref]
+        return [system(system_text), user(*parts)]
+
+    async def _call(self, record: StageRecord, messages: list[Message], schema: type[T],
+                    reply_tokens: int | None) -> T | None:
+        """Send the call and fill ``record`` with its outcome (reply or error, tokens, attempts,
+        latency); a model failure is recorded, never raised, so the stage can degrade."""
         start = time.perf_counter()
         parsed: T | None = None
         try:
@@ -172,10 +198,7 @@ class StageContext:
             record.cached = reply.cached
             record.finish_reason, record.truncated = reply.finish_reason, reply.truncated
         record.latency_s = time.perf_counter() - start
-        if record.error:
-            log.warning("%s/%s (round %d) failed: %s", stage, step, self.round, record.error[:300])
-        self.trace.add(record)
-        return parsed, record
+        return parsed
 
     def _image_ref(self, image: Any, max_pixels: int | None = None) -> ImageRef:
         """One ImageRef per picture and size per run, so its PNG bytes and hash are computed
