@@ -93,29 +93,14 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
         raise UsageError("no run folder given", hint="orig report RUN [RUN ...]")
     if media_mode not in MEDIA_MODES:
         raise UsageError(f"--media {media_mode!r}: use one of {', '.join(MEDIA_MODES)}")
-    # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.
-    names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
-    loader = _RunLoader(errors, data, benchmark, ids, classes, compact=len(run_dirs) * len(names) > 1)
-    runs = [loader.load(d, name, f" [{name or 'default'}]" if len(names) > 1 else "")
-            for d in run_dirs for name in names]
-    loader.check_selection()
-    # One run whose rows come from several judges is warned about in its Status; several runs
-    # judged differently must not stand side by side unless asked for.
-    mixed = _mixed_judges(runs) if len(names) == 1 and len(runs) > 1 else None
-    if mixed and not allow_mixed_judges:
-        raise UsageError(f"runs were judged by different judges ({mixed}); their scores are not comparable",
-                         hint="report them separately, rejudge with one judge, or pass --allow-mixed-judges")
+    runs, loader, mixed = _load_runs(run_dirs, judge_name, errors, data, benchmark, ids, classes,
+                                     allow_mixed_judges)
     if out is None:
         if len(run_dirs) != 1:
             raise UsageError("several runs: pass --out DIR for the comparison report")
         out = runs[0].dir / "report"
     out = Path(out)
-    base = runs[0]
-    if baseline is not None and len(runs) > 1:  # before anything is written
-        base = next((r for r in runs if r.dir.resolve() == Path(baseline).resolve()), None)  # type: ignore[assignment]
-        if base is None:
-            raise UsageError(f"--baseline {baseline} is not one of the runs",
-                             hint="runs: " + ", ".join(str(r.dir) for r in runs))
+    base = _baseline_run(runs, baseline)  # before anything is written
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -135,6 +120,39 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
         _write_text(out / "report.md", "\n".join(sections))
     written["report"] = out / "report.md"
     return written
+
+
+def _load_runs(run_dirs: Sequence[str | Path], judge_name: str | None, errors: ErrorPolicy,
+               data: str | Path | None, benchmark: str | None, ids: Sequence[str] | None,
+               classes: Sequence[str] | None,
+               allow_mixed_judges: bool) -> tuple[list[RunResults], _RunLoader, str | None]:
+    """Every run x judge to report on, the loader (galleries reload through it) and the
+    judges' mismatch, if any; refuses runs judged differently unless ``allow_mixed_judges``."""
+    # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.
+    names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
+    loader = _RunLoader(errors, data, benchmark, ids, classes, compact=len(run_dirs) * len(names) > 1)
+    runs = [loader.load(d, name, f" [{name or 'default'}]" if len(names) > 1 else "")
+            for d in run_dirs for name in names]
+    loader.check_selection()
+    # One run whose rows come from several judges is warned about in its Status; several runs
+    # judged differently must not stand side by side unless asked for.
+    mixed = _mixed_judges(runs) if len(names) == 1 and len(runs) > 1 else None
+    if mixed and not allow_mixed_judges:
+        raise UsageError(f"runs were judged by different judges ({mixed}); their scores are not comparable",
+                         hint="report them separately, rejudge with one judge, or pass --allow-mixed-judges")
+    return runs, loader, mixed
+
+
+def _baseline_run(runs: list[RunResults], baseline: str | Path | None) -> RunResults:
+    """The run the differences are taken against: ``baseline`` when given (and there is more
+    than one run), else the first."""
+    if baseline is None or len(runs) <= 1:
+        return runs[0]
+    base = next((r for r in runs if r.dir.resolve() == Path(baseline).resolve()), None)
+    if base is None:
+        raise UsageError(f"--baseline {baseline} is not one of the runs",
+                         hint="runs: " + ", ".join(str(r.dir) for r in runs))
+    return base
 
 
 def _write_galleries(runs: list[RunResults], loader: _RunLoader, out: Path, media_mode: str,
