@@ -76,7 +76,7 @@ def _last_value(args: list[str], flag: str) -> str | None:
 
 
 def run(args) -> int:
-    from orig_local.llm.local_server import ServerProcess, ServerStartError
+    from orig_local.llm.local_server import ServerProcess
     from orig_local.llm.serve import VLLMNotFound, find_vllm, hub_preset, server_env, vllm_command
     from orig_local.presets import load_preset
 
@@ -90,17 +90,7 @@ def run(args) -> int:
     preset = load_preset(args.preset) if args.preset else hub_preset(args.model)
     if preset.serve is None:
         return _fail(f"preset {preset.name!r} is not a chat model (no `serve` section)")
-    update: dict[str, Any] = {}
-    if args.model:
-        update.update(hf_id=args.model, revision=None)
-    if args.revision:
-        update["revision"] = args.revision
-    overrides = {k: getattr(args, k) for k in ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")
-                 if getattr(args, k) is not None}
-    if overrides:
-        update["serve"] = preset.serve.model_copy(update=overrides)
-    if update:
-        preset = preset.model_copy(update=update)
+    preset = _with_overrides(preset, args)
     api_key = args.api_key
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
@@ -124,6 +114,29 @@ def run(args) -> int:
                            startup_timeout_s=args.startup_timeout, log_path=args.log_file,
                            env=server_env(api_key))
     print(f"starting: {shlex.join(command)}\nlog: {server.log_path}", flush=True)
+    return _serve(server, args, preset)
+
+
+def _with_overrides(preset, args):
+    """The preset with what the command line changes: the model (``--model``), the revision and
+    the serve settings given as flags."""
+    update: dict[str, Any] = {}
+    if args.model:
+        update.update(hf_id=args.model, revision=None)
+    if args.revision:
+        update["revision"] = args.revision
+    overrides = {k: getattr(args, k) for k in ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")
+                 if getattr(args, k) is not None}
+    if overrides:
+        update["serve"] = preset.serve.model_copy(update=overrides)
+    return preset.model_copy(update=update) if update else preset
+
+
+def _serve(server, args, preset) -> int:
+    """Start vLLM, say how to use it and wait until it exits (1: it died or never became ready)
+    or the user stops it (0); the server is stopped on every way out."""
+    from orig_local.llm.local_server import ServerStartError
+
     # SIGTERM (e.g. from a job scheduler) must also take vLLM down: turn it into a clean exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
