@@ -12,6 +12,8 @@ P̂ is assembled by the ``assemble`` template from P, F^t and F^v without a back
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from orig_local.agent.budget import EstimatedTokens
@@ -127,42 +129,13 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
     4. references are renumbered in the order the text cites them, and only those passed."""
     cfg = ctx.config
     refs = list(refined.references)
-    body = sanitize_prompt(text)
-    removed: list[str] = []
-    kept_sentences: list[str] = []
-    for sentence in sentences(body):
-        numbers = cited_numbers(sentence, len(refs))
-        bad = looks_like_instruction(sentence) or any(not 1 <= k <= len(refs) for k in numbers) or (
-            not refs and _MENTION.search(sentence))
-        (removed if bad else kept_sentences).append(sentence)
-    body = " ".join(kept_sentences)
+    body, removed = _screen(sanitize_prompt(text), refs)
     max_tokens = cfg.max_prompt_tokens or ctx.prompt_max_tokens
     counter = ctx.prompt_counter or EstimatedTokens()
     words_before = word_count(body)
-
-    def tail_for(numbers: list[int]) -> str:
-        return " ".join(f"Reference image {k} shows {_what(refs[k - 1])}; follow its appearance." for k in numbers)
-
-    uncited: list[int] = []  # references the body does not cite: explained by a short tail
-    unexplained: set[int] = set()  # references for which there is no room: not passed
-    cut = False
-    candidate = body
-    for _ in range(2 * len(refs) + 2):  # terminates: uncited only grows, unexplained only grows
-        tail = tail_for(uncited)
-        extra = 1 if tail else 0
-        limits = (cfg.max_prompt_words - word_count(tail), cfg.max_prompt_chars - len(tail) - extra,
-                  None if max_tokens is None else max_tokens - counter.count(tail) - extra)
-        if uncited and (limits[0] < cfg.max_prompt_words // 2 or limits[1] < cfg.max_prompt_chars // 2
-                        or (max_tokens is not None and limits[2] is not None and limits[2] < max_tokens // 2)):
-            unexplained.add(uncited.pop())  # the tail may take at most half the budget
-            continue
-        candidate, cut = bound_prompt(body, limits[0], limits[1], limits[2], counter)
-        cited = set(cited_numbers(candidate, len(refs)))
-        now = [k for k in range(1, len(refs) + 1) if k not in cited and k not in unexplained]
-        if set(now) <= set(uncited):
-            break
-        uncited = sorted(set(uncited) | set(now))
-    text_out = f"{candidate} {tail_for(uncited)}".strip() if uncited else candidate
+    candidate, cut, uncited = _bound_with_tail(body, refs, cfg.max_prompt_words, cfg.max_prompt_chars,
+                                               max_tokens, counter)
+    text_out = f"{candidate} {_tail_for(refs, uncited)}".strip() if uncited else candidate
     text_out, gated = gate_prompt(text_out, ctx.prompt)  # the last gate, after every step that adds text
     removed += gated
     # Renumber: the k-th distinct reference cited becomes reference image k, in that order.
@@ -182,3 +155,50 @@ def finalize(ctx: StageContext, text: str, refined: RefinementResult, *, extende
         words_before_cut=max(words_before, word_count(final)),
         added_citations=[mapping[k] for k in uncited if k in mapping], extended=extended,
     )
+
+
+def _screen(body: str, refs: list) -> tuple[str, list[str]]:
+    """``body`` without the sentences that read like instructions or cite a reference the
+    generator will not receive (any mention of reference images when there are none), and
+    the sentences removed (steps 1-2 of :func:`finalize`)."""
+    removed: list[str] = []
+    kept_sentences: list[str] = []
+    for sentence in sentences(body):
+        numbers = cited_numbers(sentence, len(refs))
+        bad = looks_like_instruction(sentence) or any(not 1 <= k <= len(refs) for k in numbers) or (
+            not refs and _MENTION.search(sentence))
+        (removed if bad else kept_sentences).append(sentence)
+    return " ".join(kept_sentences), removed
+
+
+def _tail_for(refs: list, numbers: list[int]) -> str:
+    """A short citing sentence per reference in ``numbers`` (1-based)."""
+    return " ".join(f"Reference image {k} shows {_what(refs[k - 1])}; follow its appearance." for k in numbers)
+
+
+def _bound_with_tail(body: str, refs: list, max_words: int, max_chars: int, max_tokens: int | None,
+                     counter: Any) -> tuple[str, bool, list[int]]:
+    """Cut ``body`` to the limits less the room a citing tail needs for the references the
+    cut body does not cite (step 3 of :func:`finalize`): the cut body, whether it was cut, and
+    the references the tail explains. A tail may take at most half of any limit; references
+    beyond that get no sentence (and are not passed)."""
+    uncited: list[int] = []  # references the body does not cite: explained by a short tail
+    unexplained: set[int] = set()  # references for which there is no room: not passed
+    cut = False
+    candidate = body
+    for _ in range(2 * len(refs) + 2):  # terminates: uncited only grows, unexplained only grows
+        tail = _tail_for(refs, uncited)
+        extra = 1 if tail else 0
+        limits = (max_words - word_count(tail), max_chars - len(tail) - extra,
+                  None if max_tokens is None else max_tokens - counter.count(tail) - extra)
+        if uncited and (limits[0] < max_words // 2 or limits[1] < max_chars // 2
+                        or (max_tokens is not None and limits[2] is not None and limits[2] < max_tokens // 2)):
+            unexplained.add(uncited.pop())  # the tail may take at most half the budget
+            continue
+        candidate, cut = bound_prompt(body, limits[0], limits[1], limits[2], counter)
+        cited = set(cited_numbers(candidate, len(refs)))
+        now = [k for k in range(1, len(refs) + 1) if k not in cited and k not in unexplained]
+        if set(now) <= set(uncited):
+            break
+        uncited = sorted(set(uncited) | set(now))
+    return candidate, cut, uncited
