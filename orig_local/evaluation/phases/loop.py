@@ -166,34 +166,6 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
     live). ``max_consecutive_failures`` > 0 arms the circuit breaker."""
     t_start = time.perf_counter()
 
-    async def one(item: BenchmarkItem, sem: asyncio.Semaphore) -> dict:
-        row = base(item)
-        async with sem:
-            t0 = time.perf_counter()
-            try:
-                # sync work (the generator) runs in a thread, so finished rows are written
-                # while the next item computes, not in bursts after it
-                fields = (await work(item) if inspect.iscoroutinefunction(work)
-                          else await maybe_await(await asyncio.to_thread(work, item)))
-                row.update(fields)
-                row.setdefault("status", "ok")
-                row.setdefault("error", None)
-            except Exception as exc:  # recorded in the row; the run goes on
-                if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
-                    where = exc.filename or f"the results of {item.id}"
-                    raise DiskWriteError(f"{phase}: cannot write {where}: {exc.strerror or exc}",
-                                         hint="rows already written are intact; free space, then rerun the "
-                                         "same command to resume") from exc
-                if isinstance(exc, OrigError):
-                    raise
-                row.update(on_failure or {})
-                row.update(status="failed", error=error_text(exc), _transport=is_transport_error(exc))
-            timing = row.get("timing") or {}
-            row["timing"] = {"seconds": round(time.perf_counter() - t0, 3), **timing}
-        if row["status"] == "failed":
-            log.warning("%s failed on %s: %s", phase, item.id, str(row.get("error"))[:300])
-        return row
-
     async def go() -> None:
         sem = asyncio.Semaphore(concurrency)
         queue = iter(items)
@@ -206,7 +178,7 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
 
         def top_up() -> None:
             while len(running) < window and (item := next(queue, None)) is not None:
-                running[asyncio.create_task(one(item, sem))] = next(started)
+                running[asyncio.create_task(_run_one(phase, item, sem, work, base, on_failure))] = next(started)
 
         try:
             with progress_bar(len(items), desc or phase, progress) as bar:
@@ -238,6 +210,38 @@ def run_items(phase: str, items: Sequence[BenchmarkItem], store: JsonlStore, sum
     summary.seconds = round(time.perf_counter() - t_start, 3)
     summary.file = str(store.path)
     return summary
+
+
+async def _run_one(phase: str, item: BenchmarkItem, sem: asyncio.Semaphore, work: Callable[[BenchmarkItem], Any],
+                   base: Callable[[BenchmarkItem], dict], on_failure: dict | None) -> dict:
+    """One item's row: ``base(item)`` plus what ``work`` returned, or ``on_failure`` and the
+    error when it raised (a full disk and :class:`OrigError` are raised: they stop the phase)."""
+    row = base(item)
+    async with sem:
+        t0 = time.perf_counter()
+        try:
+            # sync work (the generator) runs in a thread, so finished rows are written
+            # while the next item computes, not in bursts after it
+            fields = (await work(item) if inspect.iscoroutinefunction(work)
+                      else await maybe_await(await asyncio.to_thread(work, item)))
+            row.update(fields)
+            row.setdefault("status", "ok")
+            row.setdefault("error", None)
+        except Exception as exc:  # recorded in the row; the run goes on
+            if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+                where = exc.filename or f"the results of {item.id}"
+                raise DiskWriteError(f"{phase}: cannot write {where}: {exc.strerror or exc}",
+                                     hint="rows already written are intact; free space, then rerun the "
+                                     "same command to resume") from exc
+            if isinstance(exc, OrigError):
+                raise
+            row.update(on_failure or {})
+            row.update(status="failed", error=error_text(exc), _transport=is_transport_error(exc))
+        timing = row.get("timing") or {}
+        row["timing"] = {"seconds": round(time.perf_counter() - t0, 3), **timing}
+    if row["status"] == "failed":
+        log.warning("%s failed on %s: %s", phase, item.id, str(row.get("error"))[:300])
+    return row
 
 
 def _breaker_message(phase: str, consecutive: int, row: dict, ran: int, total: int) -> str:
