@@ -261,20 +261,10 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
     from orig_local.provenance import now, provenance
 
     run_dir = Path(run_dir)
-    for phase in phases:
-        check_phase(phase)
-    if "retrieval" in phases and not config.agent.retrieves:
-        from orig_local.errors import UsageError
-
-        raise UsageError(f"retrieval accuracy does not apply to condition {config.agent.condition!r}: it "
-                         "retrieves nothing", hint="run --phase retrieval on orig/orig_txt/orig_img runs only")
+    _check_phases(config, phases)
     env_shard = shard_from_env()
     lock_shard = shard or (env_shard if "generate" in phases else None)
-    extra: dict = {"benchmark_identity": data_identity} if data_identity else {}
-    if "agent" in phases and config.agent.spec.uses_backbone:
-        from orig_local.evaluation.costplan import estimate_record
-
-        extra["cost_estimate"] = estimate_record(config)  # the report sets it beside what was measured
+    extra = _meta_extra(config, phases, data_identity)
     served: dict = {}
     if preflight:
         served = pf.preflight(config, phases, run_dir=run_dir, shard=lock_shard,
@@ -296,25 +286,56 @@ def run_phases(config: Config, run_dir: str | Path, items: Sequence[BenchmarkIte
         outcome = "interrupted"
         measured: dict = {}
         try:
-            for phase in phases:
-                # Data-parallel generation under `accelerate launch`/torchrun: each process its share.
-                this_shard = shard or ((env_shard or (0, 1)) if phase == "generate" else (0, 1))
-                options = PhaseOptions(shard=this_shard, progress=config.progress, retry_errors=retry_errors,
-                                       retry_degraded=retry_degraded,
-                                       max_consecutive_failures=config.eval.max_consecutive_failures)
-                ctx = PhaseContext(config, run_dir, list(items)[this_shard[0]::this_shard[1]], shard, agent,
-                                   generator, judge, options)
-                t0 = time.perf_counter()
-                summary = RUNNERS[phase](ctx)
-                measured[phase] = _measure(run_dir, phase, time.perf_counter() - t0, summary.ran, config)
-                summaries.append(summary)
-                log.info("%s", summary_line(summary))
-                if summary.stopped:
-                    break
+            _run_each(config, run_dir, items, phases, shard, env_shard, agent, generator, judge,
+                      retry_errors, retry_degraded, summaries, measured)
             outcome = "done"
         finally:
             _record_end(run_dir, meta, prov, summaries, outcome, measured)
     return summaries
+
+
+def _check_phases(config: Config, phases: Sequence[str]) -> None:
+    """Refuse unknown phases, and the retrieval phase for a condition that retrieves nothing."""
+    for phase in phases:
+        check_phase(phase)
+    if "retrieval" in phases and not config.agent.retrieves:
+        from orig_local.errors import UsageError
+
+        raise UsageError(f"retrieval accuracy does not apply to condition {config.agent.condition!r}: it "
+                         "retrieves nothing", hint="run --phase retrieval on orig/orig_txt/orig_img runs only")
+
+
+def _meta_extra(config: Config, phases: Sequence[str], data_identity: dict | None) -> dict:
+    """What run.json records beyond the config: the data's identity and the cost estimate."""
+    extra: dict = {"benchmark_identity": data_identity} if data_identity else {}
+    if "agent" in phases and config.agent.spec.uses_backbone:
+        from orig_local.evaluation.costplan import estimate_record
+
+        extra["cost_estimate"] = estimate_record(config)  # the report sets it beside what was measured
+    return extra
+
+
+def _run_each(config: Config, run_dir: Path, items: Sequence[BenchmarkItem], phases: Sequence[str],
+              shard: tuple[int, int] | None, env_shard: tuple[int, int] | None, agent: AgentFn | None,
+              generator: Generator | None, judge: Judge | None, retry_errors: bool, retry_degraded: bool,
+              summaries: list[PhaseSummary], measured: dict) -> None:
+    """Run the phases in order, appending to ``summaries``/``measured`` as each ends (the
+    caller records them even when a phase raises); a phase stopped by the breaker ends it."""
+    for phase in phases:
+        # Data-parallel generation under `accelerate launch`/torchrun: each process its share.
+        this_shard = shard or ((env_shard or (0, 1)) if phase == "generate" else (0, 1))
+        options = PhaseOptions(shard=this_shard, progress=config.progress, retry_errors=retry_errors,
+                               retry_degraded=retry_degraded,
+                               max_consecutive_failures=config.eval.max_consecutive_failures)
+        ctx = PhaseContext(config, run_dir, list(items)[this_shard[0]::this_shard[1]], shard, agent,
+                           generator, judge, options)
+        t0 = time.perf_counter()
+        summary = RUNNERS[phase](ctx)
+        measured[phase] = _measure(run_dir, phase, time.perf_counter() - t0, summary.ran, config)
+        summaries.append(summary)
+        log.info("%s", summary_line(summary))
+        if summary.stopped:
+            break
 
 
 def _keep_invocation_config(run_dir: Path, config: Config, started: str, phases: Sequence[str]) -> None:
