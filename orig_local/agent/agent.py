@@ -118,22 +118,7 @@ class Agent:
         ``oracle`` (or an ``item`` with ``oracle_evidence()``) supplies the gold references for
         the Oracle condition. ``item`` may also carry an ``id``, kept in the result."""
         cfg = self.config
-        prompt = " ".join(prompt.split())  # FIG-Eval prompts contain double spaces
-        ctx = StageContext(chat=self.chat, retriever=self.retriever, config=cfg, prompts=self.prompts,
-                           trace=_labelled_trace(self.chat, self.generator, cfg.condition),
-                           prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup,
-                           budget=self.budget, reference_capacity=self.reference_capacity,
-                           prompt_max_tokens=self.prompt_max_tokens, prompt_counter=self.prompt_tokens,
-                           prefixes=self.prefixes)
-        result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
-                             knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
-        ctx.trace.listener = self.progress
-        result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
-        if self.text_only_warning:
-            result.notes.append(self.text_only_warning)
-        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.spec.uses_backbone:
-            result.notes.append(f"P̂'s {self.prompt_max_tokens}-token bound is counted with an estimate "
-                                "(no tokenizer of the generator's text encoder available offline)")
+        ctx, result = self._start(prompt, item)
         start = time.perf_counter()
 
         # 1. Baselines without retrieval: Direct keeps P; Prompt Enhanced expands it from the
@@ -156,12 +141,7 @@ class Agent:
 
             # 4. The retrieval loop: plan -> search -> accumulate -> sufficient?
             result.stop_reason, result.rounds = await self._research(ctx)
-            if ctx.searches and ctx.search_failures == ctx.searches:
-                result.parametric_only = True
-                result.notes.append(
-                    f"search unavailable: all {ctx.searches} searches failed; the prompt rests on "
-                    "the backbone's own knowledge"
-                )
+            _note_search_outage(ctx, result)
 
             # 5. Fine-grained refinement and 6. prompt extension.
             refined = await self._refine(ctx)
@@ -174,6 +154,28 @@ class Agent:
         result.seconds = time.perf_counter() - start
         assess(result)
         return result
+
+    def _start(self, prompt: str, item: Any) -> tuple[StageContext, AgentResult]:
+        """A fresh run context for ``prompt`` and its result, carrying the notes every result
+        shows (stand-in models, a text-only generator, an estimated token bound)."""
+        cfg = self.config
+        prompt = " ".join(prompt.split())  # FIG-Eval prompts contain double spaces
+        ctx = StageContext(chat=self.chat, retriever=self.retriever, config=cfg, prompts=self.prompts,
+                           trace=_labelled_trace(self.chat, self.generator, cfg.condition),
+                           prompt=prompt, knowledge=KnowledgeBase(), dedup=self.dedup,
+                           budget=self.budget, reference_capacity=self.reference_capacity,
+                           prompt_max_tokens=self.prompt_max_tokens, prompt_counter=self.prompt_tokens,
+                           prefixes=self.prefixes)
+        result = AgentResult(prompt=prompt, condition=cfg.condition, final_prompt=prompt,
+                             knowledge=ctx.knowledge, trace=ctx.trace, item_id=_item_id(item))
+        ctx.trace.listener = self.progress
+        result.notes.extend(ctx.trace.labels)  # stand-ins say so wherever notes are shown (CLI, rows)
+        if self.text_only_warning:
+            result.notes.append(self.text_only_warning)
+        if self.prompt_max_tokens and self.prompt_tokens is None and cfg.spec.uses_backbone:
+            result.notes.append(f"P̂'s {self.prompt_max_tokens}-token bound is counted with an estimate "
+                                "(no tokenizer of the generator's text encoder available offline)")
+        return ctx, result
 
     async def _research(self, ctx: StageContext) -> tuple[StopReason, int]:
         """The loop of paper §3.2.1. Returns (stop reason, rounds run)."""
@@ -337,3 +339,14 @@ def _labelled_trace(chat, generator, condition: str) -> Trace:
 
     chat = chat if spec_of(condition).uses_backbone else None
     return Trace(labels=run_labels(chat, generator), tokens_estimated=tokens_estimated(chat))
+
+
+def _note_search_outage(ctx: StageContext, result: AgentResult) -> None:
+    """When every search failed, the prompt rests on the backbone alone: flag it on the result
+    (a run without evidence must not look like one with it)."""
+    if ctx.searches and ctx.search_failures == ctx.searches:
+        result.parametric_only = True
+        result.notes.append(
+            f"search unavailable: all {ctx.searches} searches failed; the prompt rests on "
+            "the backbone's own knowledge"
+        )
