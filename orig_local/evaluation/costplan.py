@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +130,15 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
         rounds = float(a.fixed_rounds) if a.fixed_rounds is not None else min(float(a.max_rounds), PAPER_ROUNDS)
     text_q = text_queries if "text" in spec.modalities else 0.0
     image_q = image_queries if "image" in spec.modalities else 0.0
+    pictures = _loop_steps(add, a, ref, rounds, text_q, image_q)
+    _writing_steps(add, a, refs, pictures, ext_bound)
+    return out
+
+
+def _loop_steps(add: Callable[..., None], a: Any, ref: dict[str, Any], rounds: float, text_q: float,
+                image_q: float) -> float:
+    """The calls of bootstrapping and of ``rounds`` loop rounds (plan, page choice, filters,
+    consolidation, sufficiency), priced through ``add``; returns the pictures retrieved."""
     if a.bootstrap and text_q:
         add("bootstrap/entities", 1)
     add("planning/plan", rounds)
@@ -145,6 +154,11 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
             add("accumulation/consolidate", rounds)
     if a.fixed_rounds is None:
         add("sufficiency/decide", rounds)
+    return pictures
+
+
+def _writing_steps(add: Callable[..., None], a: Any, refs: int, pictures: float, ext_bound: int | None) -> None:
+    """The calls after the loop (refinement, prompt extension), with the pictures each sees."""
     if a.refinement:
         shown = min(pictures, a.max_images_per_call)
         add("refinement/text_features", 1, shown if a.images.text_features != 0 else 0, a.images.text_features)
@@ -154,7 +168,6 @@ def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds:
     if a.prompt_extension:
         kept = min(refs, pictures)
         add("extension/write_prompt", 1, kept if ext_bound != 0 else 0, ext_bound)
-    return out
 
 
 def _gpus(preset_name: str | None) -> int:
