@@ -95,17 +95,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
         raise UsageError(f"--media {media_mode!r}: use one of {', '.join(MEDIA_MODES)}")
     runs, loader, mixed = _load_runs(run_dirs, judge_name, errors, data, benchmark, ids, classes,
                                      allow_mixed_judges)
-    if out is None:
-        if len(run_dirs) != 1:
-            raise UsageError("several runs: pass --out DIR for the comparison report")
-        out = runs[0].dir / "report"
-    out = Path(out)
-    base = _baseline_run(runs, baseline)  # before anything is written
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create the report folder {out}: {exc.strerror or exc}",
-                         hint="pass --out a folder you can write") from exc
+    out, base = _report_folder(out, len(run_dirs), runs, baseline)
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):  # same folder name in different places
         for k, r in enumerate(runs):
@@ -141,6 +131,24 @@ def _load_runs(run_dirs: Sequence[str | Path], judge_name: str | None, errors: E
         raise UsageError(f"runs were judged by different judges ({mixed}); their scores are not comparable",
                          hint="report them separately, rejudge with one judge, or pass --allow-mixed-judges")
     return runs, loader, mixed
+
+
+def _report_folder(out: str | Path | None, n_dirs: int, runs: list[RunResults],
+                   baseline: str | Path | None) -> tuple[Path, RunResults]:
+    """The report folder, created once every argument has been checked (so a bad ``baseline``
+    creates nothing), and the baseline run."""
+    if out is None:
+        if n_dirs != 1:
+            raise UsageError("several runs: pass --out DIR for the comparison report")
+        out = runs[0].dir / "report"
+    out = Path(out)
+    base = _baseline_run(runs, baseline)  # before anything is written
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the report folder {out}: {exc.strerror or exc}",
+                         hint="pass --out a folder you can write") from exc
+    return out, base
 
 
 def _baseline_run(runs: list[RunResults], baseline: str | Path | None) -> RunResults:
