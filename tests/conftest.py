@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -12,6 +13,12 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+# A shell without job control starts background jobs (`make test &`, `nohup pytest ... &`) with
+# SIGINT ignored, and every process the tests start inherits that: the Ctrl-C tests' children
+# then never see their SIGINT and time out. Give the test process what a foreground one has.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
