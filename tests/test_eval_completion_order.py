@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from _eval_fakes import FakeAgent, make_mini_benchmark
-from eval_slow_first_worker import SlowFirstAgent
 
 from orig_local.evaluation.jsonl_store import read_rows
 from orig_local.evaluation.loaders import load_benchmark
@@ -65,11 +64,23 @@ def test_tasks_alive_stay_bounded_and_rows_follow_completion(tmp_path):
     bench = make_mini_benchmark(tmp_path / "bench", n=N)
     items = load_benchmark("jsonl", bench)
     alive: list[int] = []
-    inner = SlowFirstAgent(0.3)
+    finished = 0
+    fake = FakeAgent()
 
     async def agent(item):
+        # item_0 waits until every other item's agent call is done (not a fixed delay, which a
+        # loaded machine can outlast): a phase that appended in item order would hold all the
+        # finished rows back behind it, and fail the order check below after the 30 s bound
+        nonlocal finished
         alive.append(len(asyncio.all_tasks()))
-        return await inner(item)
+        if item.id == "item_0":
+            deadline = time.monotonic() + 30
+            while finished < N - 1 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        else:
+            await asyncio.sleep(0.005)
+            finished += 1
+        return fake(item)
 
     run_agent_phase(items, tmp_path / "run", agent, concurrency=3, progress=False)
     # the loop's own task + at most 2 x concurrency item tasks, whatever the item count
