@@ -277,7 +277,11 @@ def test_api_key_reaches_vllm_by_environment_only_and_judge_presets_hint_the_jud
         assert secret not in json.dumps(seen["argv"])  # ...but it is on no command line
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # never leave a server behind a failed test
+            proc.kill()
+            raise
     assert secret not in out + proc.stdout.read() + proc.stderr.read() + log.read_text()
 
 
