@@ -64,22 +64,20 @@ def test_tasks_alive_stay_bounded_and_rows_follow_completion(tmp_path):
     bench = make_mini_benchmark(tmp_path / "bench", n=N)
     items = load_benchmark("jsonl", bench)
     alive: list[int] = []
-    finished = 0
     fake = FakeAgent()
+    rows = tmp_path / "run" / "agent.jsonl"
 
     async def agent(item):
-        # item_0 waits until every other item's agent call is done (not a fixed delay, which a
-        # loaded machine can outlast): a phase that appended in item order would hold all the
-        # finished rows back behind it, and fail the order check below after the 30 s bound
-        nonlocal finished
+        # item_0 finishes only once every other item's row is on disk (not after a fixed delay,
+        # which a loaded machine can outlast): a phase that appended in item order would hold
+        # those rows back behind it, and fail the order check below after the 30 s bound
         alive.append(len(asyncio.all_tasks()))
         if item.id == "item_0":
             deadline = time.monotonic() + 30
-            while finished < N - 1 and time.monotonic() < deadline:
+            while time.monotonic() < deadline and not (rows.is_file() and len(read_rows(rows)) >= N - 1):
                 await asyncio.sleep(0.01)
         else:
             await asyncio.sleep(0.005)
-            finished += 1
         return fake(item)
 
     run_agent_phase(items, tmp_path / "run", agent, concurrency=3, progress=False)
