@@ -32,6 +32,7 @@ import asyncio
 import csv
 import logging
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -244,7 +245,31 @@ def demo_section(items, runs, table, colours, check, wrong, acc_rows, ret_rows, 
     return "\n".join(lines) + "\n"
 
 
+def _run_fresh_if_stale(run_phases, config, run_dir: Path, items, phases) -> list:
+    """The run's phase summaries. A run folder from an older demo (other settings: a default
+    changed since) is started again rather than refused: it is the demo's own output, and the
+    harness rightly never mixes rows made with different settings in one run."""
+    from orig_local.evaluation.binding import SettingsMismatch
+
+    try:
+        return list(run_phases(config, run_dir, items, phases))
+    except SettingsMismatch as exc:
+        print(f"{first_sentence(str(exc), 200)} — an older demo's output: starting it again")
+        shutil.rmtree(run_dir)
+        return list(run_phases(config, run_dir, items, phases))
+
+
 def main() -> int:
+    from orig_local.errors import OrigError
+
+    try:
+        return _main()
+    except OrigError as exc:  # one line, as the orig CLI prints user-fixable errors
+        print(f"demo_eval: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("out/demo-eval"))
     parser.add_argument("--conditions", default="direct,orig", help="comma-separated agent conditions")
@@ -293,7 +318,7 @@ def main() -> int:
             config.backbone.backend = "transformers"
         phases = default_phases(config)
         run_dir = args.out / condition
-        for summary in run_phases(config, run_dir, items, phases):
+        for summary in _run_fresh_if_stale(run_phases, config, run_dir, items, phases):
             logging.getLogger("demo_eval").info("%s", summary)
         print(f"{condition}{stand_in}: " + "; ".join(_status_counts(run_dir, p) for p in phases)
               + f" -> {run_dir}")

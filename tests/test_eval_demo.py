@@ -154,3 +154,22 @@ def test_demo_section_labels_the_diagnostic_and_reports_what_it_measured(tmp_pat
     assert "\"Its light flashes green.\"" in section  # in the evidence, not in the prompt: named
     assert "largest per-channel spread across prompts and runs: 1" in section
     assert "`orig` 100.0" in section and "machinery only" in section
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_demo_reruns_over_an_older_demos_output_made_with_other_settings(demo):
+    # `git pull` then `make demo` again: a default the agent reads has changed since the first
+    # demo. The run folder is the demo's own output, so it starts again; it is not refused with
+    # a traceback (the harness rightly never mixes rows of different settings in one run)
+    out, _ = demo
+    meta_path = out / "eval" / "orig" / "run.json"
+    meta = json.loads(meta_path.read_text())
+    meta["settings"]["agent"]["agent.images.visual_features"] = 401_408  # the default before issue 22
+    meta_path.write_text(json.dumps(meta))
+    again = _run("demo_eval.py", out / "eval", "--bootstrap", "50")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "an older demo's output: starting it again" in again.stdout
+    assert "orig (SIMULATED backbone" in again.stdout and "agent 3 ok" in again.stdout
+    assert json.loads(meta_path.read_text())["settings"]["agent"]["agent.images.visual_features"] != 401_408
+
