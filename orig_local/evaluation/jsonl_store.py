@@ -169,6 +169,12 @@ def stored_status(row: dict) -> str:
     return "failed" if status is not None or row.get("error") else "ok"
 
 
+def status_rank(row: dict) -> int:
+    """0 ok, 1 degraded, 2 failed (:func:`stored_status`): of several rows for one id, the lowest
+    is the one that counts (the store's done status, ``read_phase``, ``orig merge``)."""
+    return _STATUSES.index(stored_status(row))
+
+
 def iter_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
     """(1-based line number, line without its newline, whether a newline ended it), streamed."""
     with path.open("rb") as fh:
@@ -251,7 +257,6 @@ class JsonlStore:
         torn, unterminated = b"", False
         if not self.path.is_file():
             return corrupt, drop, torn, unterminated
-        rank = {s: i for i, s in enumerate(_STATUSES)}
         seen: set[str] = set()
         for number, line, complete in iter_lines(self.path):
             if not line.strip():
@@ -272,7 +277,7 @@ class JsonlStore:
             if status in retry:
                 drop.add(number)
                 continue
-            if rid not in self._status or rank[status] < rank[self._status[rid]]:
+            if rid not in self._status or _STATUSES.index(status) < _STATUSES.index(self._status[rid]):
                 self._status[rid] = status
         return corrupt, drop, torn, unterminated
 

@@ -16,7 +16,7 @@ import re
 import shutil
 from pathlib import Path
 
-from orig_local.evaluation.jsonl_store import JsonlStore, iter_rows, write_rows_atomic
+from orig_local.evaluation.jsonl_store import JsonlStore, iter_rows, status_rank, write_rows_atomic
 from orig_local.evaluation.phases import PHASE_NAMES
 
 log = logging.getLogger(__name__)
@@ -36,13 +36,6 @@ def merge_runs(runs: list[str | Path], out: str | Path | None = None) -> dict[st
         return _merge(dirs, target)
 
 
-_RANK = {"ok": 0, "degraded": 1, "failed": 2}
-
-
-def _rank(row: dict) -> int:
-    return _RANK.get(str(row.get("status") or ("failed" if row.get("error") else "ok")), 2)
-
-
 def _best_positions(paths: list[Path]) -> dict[str, tuple[int, int, int]]:
     """id -> (rank, file index, row index) of the row to keep: the first, unless a later one
     finished better (an item retried on another machine): an ok row never loses to a failed
@@ -51,8 +44,8 @@ def _best_positions(paths: list[Path]) -> dict[str, tuple[int, int, int]]:
     for f, path in enumerate(paths):
         for r, row in enumerate(iter_rows(path)):
             old = best.get(row["id"])
-            if old is None or _rank(row) < old[0]:
-                best[row["id"]] = (_rank(row), f, r)
+            if old is None or status_rank(row) < old[0]:
+                best[row["id"]] = (status_rank(row), f, r)
     return best
 
 

@@ -34,7 +34,7 @@ from orig_local.evaluation.jsonl_store import (
     DiskWriteError,
     read_rows,
     scan_rows,
-    stored_status,
+    status_rank,
     write_bytes_atomic,
 )
 from orig_local.evaluation.phases import PHASE_NAMES
@@ -71,12 +71,9 @@ def read_phase(run_dir: Path, phase: str, judge_name: str | None = None) -> dict
     for path in [main] + shard_files(run_dir, main.name[: -len(".jsonl")]):
         for row in read_rows(path):
             held = rows.get(row["id"])
-            if held is None or _RANK[stored_status(row)] < _RANK[stored_status(held)]:
+            if held is None or status_rank(row) < status_rank(held):
                 rows[row["id"]] = row
     return rows
-
-
-_RANK = {"ok": 0, "degraded": 1, "failed": 2}
 
 
 def phase_files(run_dir: Path) -> list[Path]:
