@@ -8,16 +8,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = {"a", "an", "the", "of", "in", "on", "and", "with", "at", "to", "is", "for", "by", "its",
-         "it", "as", "from", "picture", "image", "photo", "show", "showing", "draw", "generate"}
+from orig_local.llm.simulated import words  # noqa: F401  (the stand-ins share one notion of overlap)
+
 _DATA = re.compile(r'<data id="([^"]*)">(.*?)</data>', re.S)
 IMAGE_ID = re.compile(r"I\d+")
-
-
-def words(text: str) -> set[str]:
-    """Content words (lower case, stop words out): the simulated replies' notion of overlap."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
 def after(text: str, marker: str) -> str:

@@ -27,7 +27,9 @@ _STOP = {"a", "an", "the", "of", "in", "on", "and", "with", "at", "to", "is", "f
          "it", "as", "from", "picture", "image", "photo", "show", "showing", "draw", "generate"}
 
 
-def _words(text: str) -> set[str]:
+def words(text: str) -> set[str]:
+    """Content words (lower case, stop words out): the stand-ins' one notion of overlap, for the
+    simulated web's ranking here and the simulated replies (:mod:`orig_local.agent.simrequest`)."""
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
@@ -78,7 +80,7 @@ class SimulatedRetriever:
             await asyncio.sleep(seconds)
 
     def _rank(self, query: str, items: list[dict], text_of: Callable[[dict], str], k: int) -> list[dict]:
-        q = _words(query)
+        q = words(query)
         scored = [(len(q & self._words_of(it, text_of)), i, it) for i, it in enumerate(items)]
         scored = [s for s in scored if s[0] > 0]
         scored.sort(key=lambda s: (-s[0], s[1]))
@@ -86,10 +88,10 @@ class SimulatedRetriever:
 
     def _words_of(self, item: dict, text_of: Callable[[dict], str]) -> set[str]:
         key = (id(item), item.get("id", ""))
-        words = self._item_words.get(key)
-        if words is None:
-            words = self._item_words[key] = _words(text_of(item))
-        return words
+        found = self._item_words.get(key)
+        if found is None:
+            found = self._item_words[key] = words(text_of(item))
+        return found
 
     async def search_text(self, query: str, k: int = 10) -> SimOutcome:
         self.calls["search_text"] += 1
@@ -175,9 +177,7 @@ def _named(target: str) -> Any:
 
 
 # Moved to the agent with the replies (issue 25); still importable from here, resolved lazily.
-_MOVED = {"orig_responder": RESPONDER, "_blocks": "orig_local.agent.simulate:blocks",
-          "_after": "orig_local.agent.simulate:after",
-          "_merge_statements": "orig_local.agent.stages.consolidation:_merge_statements"}
+_MOVED = {"orig_responder": RESPONDER}
 
 
 def __getattr__(name: str) -> Any:
