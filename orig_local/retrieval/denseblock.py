@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from orig_local.retrieval.threads import own_size
+
 _SPACE = re.compile(r"\s+")
 # class/id tokens of apparatus lists and bars (MediaWiki names and their usual translations)
 _APPARATUS_LIST = re.compile(r"(?i)(?:^|[\s_-])(references?|reflist|refs|footnotes?|citations?"
@@ -246,12 +248,5 @@ def _sizes(root: Any) -> dict[Any, tuple[int, int]]:
 
     sizes: dict[Any, tuple[int, int]] = {}
     for _, el in etree.iterwalk(root, events=("end",)):
-        chars, links = len((el.text or "").strip()) if isinstance(el.tag, str) else 0, 0
-        for child in el:
-            c, k = sizes.get(child, (0, 0))
-            chars += c + len((child.tail or "").strip())
-            links += k
-        if el.tag in _SKIP:
-            chars = links = 0  # a script's or a form's text is no share of what is read
-        sizes[el] = (chars, chars if el.tag == "a" else links)
+        sizes[el] = own_size(el, sizes, _SKIP)  # a script's or a form's text is no share of what is read
     return sizes

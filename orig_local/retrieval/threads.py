@@ -72,7 +72,7 @@ def _measure(root: Any) -> dict[tuple[str, str], _Group]:
                     outer.add(el)
                 open_count[key] = open_count.get(key, 0) + 1
             continue
-        chars, links = _own_size(el, tag, sizes)
+        chars, links = own_size(el, sizes, _SKIP, forget=True)
         sizes[el] = (chars, links)
         if key is not None:
             open_count[key] -= 1
@@ -96,13 +96,20 @@ def _group_key(el: Any, tag: str) -> tuple[str, str] | None:
     return None
 
 
-def _own_size(el: Any, tag: str, sizes: dict[Any, tuple[int, int]]) -> tuple[int, int]:
+def own_size(el: Any, sizes: dict[Any, tuple[int, int]], skip: frozenset[str], *,
+             forget: bool = False) -> tuple[int, int]:
+    """(text characters, characters inside links) of ``el``, from its children's entries in
+    ``sizes`` (a bottom-up walk fills it); an element whose tag is in ``skip`` (or a comment)
+    counts nothing. ``forget``: drop each child's entry once read, for a caller that keeps only
+    the outermost elements (the dict stays small)."""
+    tag = el.tag if isinstance(el.tag, str) else ""
+    read = sizes.pop if forget else sizes.get
     chars, links = len((el.text or "").strip()), 0
     for child in el:
-        c, k = sizes.pop(child, (0, 0))  # each child is read once: drop it to keep the dict small
+        c, k = read(child, (0, 0))
         chars += c + len((child.tail or "").strip())
         links += k
-    if not tag or tag in _SKIP:
+    if not tag or tag in skip:
         return 0, 0
     return chars, (chars if tag == "a" else links)
 
