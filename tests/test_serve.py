@@ -111,10 +111,7 @@ def test_orig_serve_starts_waits_for_health_and_stops_with_it(fake_vllm, sig, rc
         [sys.executable, "-m", "orig_local", "serve", "--preset", "qwen2.5-vl-7b", "--port", str(port),
          "--vllm-bin", str(exe)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # as from a terminal: a test run started in the background (`pytest &`, CI wrappers)
-        # passes SIGINT on as ignored, and the child would never see the Ctrl-C sent below
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    )  # SIGINT reaches it even from a background test run: tests/conftest.py
     try:
         lines = []
         for line in proc.stdout:
