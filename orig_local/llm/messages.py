@@ -20,6 +20,18 @@ from typing import Any
 WIRE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
 
 
+def _sent_as_is(im) -> str | None:
+    """The mime type a picture goes on the wire as it came (one frame of a WIRE_FORMATS
+    format), else None (encoded as PNG)."""
+    mime = WIRE_FORMATS.get(im.format or "")
+    return mime if mime is not None and getattr(im, "n_frames", 1) == 1 else None
+
+
+def _encoded(data: bytes) -> tuple[bytes, str, int]:
+    """(base64, sha256, length) of bytes sent."""
+    return base64.b64encode(data), hashlib.sha256(data).hexdigest(), len(data)
+
+
 class _Encoded:
     """The wire form of one picture, shared by every :class:`ImageRef` over it: computed once
     (under a lock, so two threads never encode the same picture twice)."""
@@ -97,23 +109,21 @@ class ImageRef:
 
         if isinstance(self.source, Path):
             with Image.open(self.source) as im:  # reads the header only
-                mime = WIRE_FORMATS.get(im.format or "")
-                if mime is not None and getattr(im, "n_frames", 1) == 1:
-                    from orig_local.llm.wire import file_base64
+                mime, size = _sent_as_is(im), im.size
+            if mime is not None:
+                from orig_local.llm.wire import file_base64
 
-                    return (*file_base64(self.source), mime, tuple(im.size))  # type: ignore[return-value]
+                return (*file_base64(self.source), mime, size)
         elif isinstance(self.source, (bytes, bytearray)):
             raw = bytes(self.source)
             with Image.open(io.BytesIO(raw)) as im:  # reads the header only
-                mime = WIRE_FORMATS.get(im.format or "")
-                if mime is not None and getattr(im, "n_frames", 1) == 1:
-                    return (base64.b64encode(raw), hashlib.sha256(raw).hexdigest(), len(raw), mime,
-                            tuple(im.size))  # type: ignore[return-value]
+                mime, size = _sent_as_is(im), im.size
+            if mime is not None:
+                return (*_encoded(raw), mime, size)
         picture = self.to_pil()
         buf = io.BytesIO()
         picture.save(buf, format="PNG")
-        data = buf.getvalue()
-        return base64.b64encode(data), hashlib.sha256(data).hexdigest(), len(data), "image/png", tuple(picture.size)  # type: ignore[return-value]
+        return (*_encoded(buf.getvalue()), "image/png", picture.size)
 
     def data_uri_parts(self) -> tuple[bytes, bytes | mmap.mmap]:
         """``(b"data:<mime>;base64,", base64 bytes)``: the data URI in two pieces, the second
