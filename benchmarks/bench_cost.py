@@ -116,7 +116,7 @@ def realistic_responder(rounds: int):
     """The simulated backbone's replies, but a text filter that extracts what the instructions
     ask for (appearance of the subject) from wherever it is in the text shown, and a
     sufficiency verdict after ``rounds`` rounds."""
-    from orig_local.agent.simulate import blocks as _blocks
+    from orig_local.agent.simrequest import blocks as _blocks
     from orig_local.agent.simulate import orig_responder
     from orig_local.llm.simulated import words as _words
 

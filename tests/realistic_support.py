@@ -18,7 +18,7 @@ import random
 import re
 from collections.abc import Callable
 
-from orig_local.agent.simulate import blocks as _blocks
+from orig_local.agent.simrequest import blocks as _blocks
 from orig_local.agent.simulate import orig_responder
 from orig_local.agent.stages.consolidation import _merge_statements
 from orig_local.llm.base import BaseChatModel, Completion, Usage

@@ -15,7 +15,7 @@ from agent_support import RecordingGenerator, backbone
 from orig_local.agent.agent import Agent
 from orig_local.agent.budget import Budget, EstimatedTokens, truncate_to_tokens
 from orig_local.agent.config import AgentConfig
-from orig_local.agent.simulate import blocks as _blocks
+from orig_local.agent.simrequest import blocks as _blocks
 from orig_local.agent.untrusted import outside_blocks
 from orig_local.llm.simulated import SimulatedRetriever
 

@@ -79,7 +79,7 @@ def _gold_corpus():
 
 
 def _cited_ids(messages) -> list[list[str]]:
-    from orig_local.agent.simulate import blocks as _blocks
+    from orig_local.agent.simrequest import blocks as _blocks
 
     text = next(m for m in messages if m.role == "user").text
     return [[e.strip() for e in i.split(",")] for i, _ in _blocks(text)]
@@ -137,7 +137,7 @@ async def test_coverage_is_per_evidence_id_across_rounds():
     calls = []
 
     def sloppy(messages, schema):
-        from orig_local.agent.simulate import blocks as _blocks
+        from orig_local.agent.simrequest import blocks as _blocks
 
         calls.append(1)
         blocks = _blocks(next(m for m in messages if m.role == "user").text)
@@ -252,8 +252,8 @@ async def test_refinement_keeps_at_least_one_reference_when_images_passed(keep):
 
 def _citing_extension(messages, schema):
     """P̂ citing the three references out of order, as models do: bare, ordinal and plural."""
-    from orig_local.agent.simulate import after as _after
-    from orig_local.agent.simulate import blocks as _blocks
+    from orig_local.agent.simrequest import after as _after
+    from orig_local.agent.simrequest import blocks as _blocks
 
     text = next(m for m in messages if m.role == "user").text
     refs = [b.split(";")[0] for _, b in _blocks(_after(text, "\nReference images:"))]

@@ -132,7 +132,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orig_local.agent.registry import Call, StageSpec
-from orig_local.agent.simulate import SimRequest
+from orig_local.agent.simrequest import SimRequest
 from orig_local.agent.stages.base import StageContext
 from orig_local.agent.stages.refinement import feature_list
 

@@ -61,7 +61,7 @@ class Call:
 
     ``reads``: the data-block kinds (:data:`BLOCK_KINDS` values) its request may carry;
     ``simulate``: the ``simulated`` backbone's reply to it, a function of the parsed request
-    (:class:`orig_local.agent.simulate.SimRequest`) returning the reply's JSON object;
+    (:class:`orig_local.agent.simrequest.SimRequest`) returning the reply's JSON object;
     ``example``: template variables for a sample render (the tests render every template with
     them and check the data it carries against ``reads``)."""
 

@@ -15,15 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from orig_local.agent.simrequest import (  # noqa: F401  (old import paths)
-    IMAGE_ID,
-    SimOptions,
-    SimRequest,
-    _prompt_of,
-    after,
-    blocks,
-    words,
-)
+from orig_local.agent.simrequest import SimOptions, SimRequest, _prompt_of
 
 
 def orig_responder(*, sufficient: bool | Callable[[str], bool] = True, max_facts: int = 12,
