@@ -29,17 +29,7 @@ from orig_local.imagehash import Fingerprint, fingerprint, same_picture
 from orig_local.retrieval.base import FetchedImage, FetchFailure
 from orig_local.retrieval.config import FetchConfig
 from orig_local.retrieval.httpfetch import HttpSession
-from orig_local.retrieval.imagedecode import (  # noqa: F401  (old import paths)
-    ACCEPT,
-    MAGIC,
-    NEUTRAL_TYPES,
-    _to_rgb,
-    coefficient_bytes,
-    decode_image,
-    decode_plan,
-    jpeg_scans,
-    sniff,
-)
+from orig_local.retrieval.imagedecode import ACCEPT, NEUTRAL_TYPES, decode_image, decode_plan
 from orig_local.retrieval.parse_pool import ParseTimeout, ParseWorkers
 
 log = logging.getLogger(__name__)
