@@ -36,7 +36,6 @@ from orig_local.evaluation.report_format import _md, _pct, _slug, _write_text, c
 from orig_local.evaluation.report_provenance import labels_banner, provenance_block
 from orig_local.evaluation.report_runs import _mixed_judges, _RunLoader
 from orig_local.evaluation.report_tables import (
-    STAGE_ORDER,
     accuracy_table,
     choice_rule_note,
     write_accuracy,
@@ -219,5 +218,5 @@ def _write_tables(runs: list[RunResults], base: RunResults, out: Path, mixed: st
 
 # The report's parts live in report_format / report_tables / report_figures / report_provenance /
 # report_runs; these names stay importable from here (older imports, the seeds report).
-__all__ = ["STAGE_ORDER", "_md", "_pct", "_save_figure", "accuracy_table", "build_report", "choice_rule_note",
+__all__ = ["_md", "_pct", "_save_figure", "accuracy_table", "build_report", "choice_rule_note",
            "columns_for", "figure_backbone_scale", "figure_classes", "write_gallery"]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orig_local.agent.registry import stage_names
 from orig_local.evaluation.items import CLASS_ABBREV, CONCEPTS
 from orig_local.evaluation.report_format import (
     _csv,
@@ -31,8 +32,6 @@ from orig_local.labels import SIMULATED
 # (columns, one {"label", "cells": {column: (value, lo, hi)}, "counts"} per run)
 AccuracyTable = tuple[list[str], list[dict[str, Any]]]
 
-STAGE_ORDER = ["bootstrap", "planning", "search", "accumulation", "sufficiency", "refinement",
-               "extension", "enhance"]
 COST_METRICS = [("calls", "calls"), ("prompt_tokens", "input tokens"),
                 ("cacheable_tokens", "of which cacheable (est.)"),
                 ("cache_hit_tokens", "of which served from the prefix cache (server)"),
@@ -125,7 +124,8 @@ def write_cost(runs: Sequence[RunResults], out: Path) -> str:
         means = stage_means(run)
         if not means:
             continue
-        stages = [s for s in STAGE_ORDER if s in means] + sorted(s for s in means if s not in STAGE_ORDER)
+        order = stage_names()  # the agent's stages in loop order (agent/registry.py)
+        stages = [s for s in order if s in means] + sorted(s for s in means if s not in order)
         rows = []
         for key, name in COST_METRICS:
             if not any(key in means[s] for s in stages):
