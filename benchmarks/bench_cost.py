@@ -153,6 +153,8 @@ class Count:
     recall: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # union over prompts
     recall_sum: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # summed per prompt
     prompts: int = 0
+    templates: dict[str, str] = field(default_factory=dict)  # stage/step -> its template
+    knowledge: list[list[int]] = field(default_factory=list)  # per prompt: K's size at each round's check
 
 
 def _common(a: str, b: str) -> int:
@@ -176,7 +178,7 @@ def _text_prefix(messages: list[dict]) -> str:
     return out
 
 
-async def one_prompt(prompt: str, rounds: int, legacy: bool, docs, images, counter, max_pixels: int,
+async def one_prompt(prompt: str, rounds: int, settings: dict[str, Any], docs, images, counter, max_pixels: int,
                      seen: dict[str, str], out: Count) -> None:
     from bench_tokens import Recorder
 
@@ -189,12 +191,14 @@ async def one_prompt(prompt: str, rounds: int, legacy: bool, docs, images, count
 
     recorder = Recorder(realistic_responder(rounds))
     chat = ScriptedChatModel(ChatConfig(backend="scripted", model="sim"), replies=[recorder], cycle=True)
-    cfg = AgentConfig(**(legacy_settings() if legacy else {}))
+    cfg = AgentConfig(**settings)
     agent = Agent(chat, SimulatedRetriever(docs, images), cfg)
     result = await agent.run(prompt)
     if result.error or result.rounds != rounds:
         raise SystemExit(f"run failed or ran {result.rounds} rounds: {result.error}")
     out.rounds += result.rounds
+    out.knowledge.append(knowledge_sizes(result, counter.count))
+    _check_sizes(result)
     earlier: list[str] = []
     mine: dict[str, set[str]] = defaultdict(set)  # this prompt's
     out.prompts += 1
@@ -203,6 +207,7 @@ async def one_prompt(prompt: str, rounds: int, legacy: bool, docs, images, count
             continue
         got = count_request(r.messages, counter, image_size=recorder.size, max_pixels=max_pixels)
         row = out.stage[f"{r.stage}/{r.step}"]
+        out.templates[f"{r.stage}/{r.step}"] = r.template
         row["calls"] += 1
         row["text"] += got.text
         row["image"] += got.image
@@ -226,6 +231,20 @@ async def one_prompt(prompt: str, rounds: int, legacy: bool, docs, images, count
         out.recall_sum[k] += len(v)
 
 
+def knowledge_sizes(result: Any, count: Any) -> list[int]:
+    """K's size in tokens (``count``) at each round's consolidation check, as consolidation.py
+    measures it: the summary so far plus the entries not folded in yet (bootstrap's join round
+    1's). Rebuilt from the final K, which is exact while no merge call was made: folding leaves
+    a statement's text and first evidence id as they were when it joined; after a merge call
+    the sizes are not recorded (None)."""
+    if any(r.step == "consolidate" and r.messages for r in result.trace.records):
+        return []
+    kb = result.knowledge
+    joined = {t.id: max(t.source.round, 1) for t in kb.texts}
+    return [sum(count(f.text) for f in kb.summary if joined[f.evidence[0]] < r)
+            + sum(count(t.text) for t in kb.texts if joined[t.id] == r) for r in range(1, result.rounds + 1)]
+
+
 def legacy_settings() -> dict[str, Any]:
     """Settings that reproduce the agent before issue 22 (see --legacy)."""
     from orig_local.agent.config import AgentConfig
@@ -243,11 +262,12 @@ def legacy_settings() -> dict[str, Any]:
     return out
 
 
-def run_setting(rounds: int, legacy: bool, prompts: list[str], docs, images, counter, max_pixels: int) -> Count:
+def run_setting(rounds: int, settings: dict[str, Any], prompts: list[str], docs, images, counter,
+                max_pixels: int) -> Count:
     out = Count()
     seen: dict[str, str] = {}
     for p in prompts:
-        asyncio.run(one_prompt(p, rounds, legacy, docs, images, counter, max_pixels, seen, out))
+        asyncio.run(one_prompt(p, rounds, settings, docs, images, counter, max_pixels, seen, out))
     return out
 
 
@@ -265,17 +285,46 @@ def print_setting(label: str, c: Count, n_prompts: int, rounds: int) -> None:
           f"(new tokens per prompt: {(c.total - c.cacheable_cross) / n_prompts:,.0f})")
 
 
-def reference(c: Count, n_prompts: int, rounds: int, counter_name: str) -> dict[str, Any]:
-    """Per-call text and decode tokens per step at default settings: the figures
-    :mod:`orig_local.evaluation.costplan` scales by a run's config (images are priced there
-    from the config's pixel bounds, so they are left out here)."""
-    from orig_local.agent.config import AgentConfig
+def _per_call(c: Count) -> dict[str, dict[str, Any]]:
+    return {name: {"template": c.templates[name], "text": round(row["text"] / row["calls"]),
+                   "decode": round(row["decode"] / row["calls"])} for name, row in c.stage.items() if row["calls"]}
 
-    per_call = {name: {"text": round(row["text"] / row["calls"]), "decode": round(row["decode"] / row["calls"])}
-                for name, row in c.stage.items() if row["calls"]}
-    return {"source": f"benchmarks/bench_cost.py --write-reference: scripted backbone, {n_prompts} prompt(s) x "
-                      f"{rounds} round(s), default agent settings, text counted with {counter_name}",
-            "max_page_tokens": AgentConfig().max_page_tokens, "per_call": per_call}
+
+def reference(current: Count, rounds: int, prompts: list[str], corpus: tuple, counter, max_pixels: int) -> dict[str, Any]:
+    """The cost plan's reference (orig_local/evaluation/costref.py says what each field is):
+    per-call text and decode tokens per step at default settings (images are priced by the plan
+    from the config's pixel bounds, so they are left out), the merge call's figures from a run
+    that makes it every round, K's size at each round's check, and the fingerprint of what the
+    figures depend on."""
+    from orig_local.agent.config import AgentConfig
+    from orig_local.evaluation.costref import fingerprint
+
+    docs, images = corpus
+    merged = run_setting(rounds, {"consolidate_min_tokens": 0}, prompts, docs, images, counter, max_pixels)
+    sized = current if all(current.knowledge) else run_setting(
+        rounds, {"consolidate_min_tokens": 10**9}, prompts, docs, images, counter, max_pixels)
+    ours, merge = _per_call(current), _per_call(merged)
+    order = list(dict.fromkeys([*merged.stage, *current.stage]))
+    per_call = {name: ours.get(name) or merge[name] for name in order if name in ours or name == "accumulation/consolidate"}
+    return {"source": f"benchmarks/bench_cost.py --write-reference: scripted backbone, {len(prompts)} prompt(s) x "
+                      f"{rounds} round(s), default agent settings (the merge call: consolidate_min_tokens=0), "
+                      f"text counted with {counter.name}",
+            "counter": counter.name, "exact": counter.exact,
+            "max_page_tokens": AgentConfig().max_page_tokens,
+            **fingerprint([r["template"] for r in per_call.values()], counter),
+            "knowledge_at_round": [round(sum(k[r] for k in sized.knowledge) / len(sized.knowledge)) for r in range(rounds)],
+            "per_call": per_call}
+
+
+def _check_sizes(result: Any) -> None:
+    """knowledge_sizes() rebuilds what the agent measured: where every round deferred its merge
+    call, the sizes it noted (with its own counter) must come out again."""
+    from orig_local.agent.budget import EstimatedTokens
+
+    noted = [r.output["knowledge_tokens"] for r in result.trace.records if r.step == "consolidation_deferred"]
+    if len(noted) == result.rounds and noted != knowledge_sizes(result, EstimatedTokens().count):
+        raise SystemExit(f"K sizes rebuilt wrongly: agent noted {noted}, "
+                         f"rebuilt {knowledge_sizes(result, EstimatedTokens().count)}")
 
 
 def print_recall(rows: dict[str, Count], stages: list[str]) -> None:
@@ -298,7 +347,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["legacy", "current"], help="run one setting only")
     parser.add_argument("--write-reference", metavar="PATH",
                         help="write the current defaults' per-call figures of the last --rounds value as JSON "
-                             "(the cost plan's reference: orig_local/evaluation/cost_reference.json)")
+                             "(the cost plan's reference: orig_local/evaluation/cost_reference.json; "
+                             "tests/test_cost_reference.py says when it is stale)")
     args = parser.parse_args()
 
     from orig_local.llm.tokens import DEFAULT_MAX_PIXELS, load_counter
@@ -322,7 +372,8 @@ def main() -> None:
         rows = {}
         for s in settings:
             label = "issue 22 settings off (--legacy)" if s == "legacy" else "current defaults"
-            rows[s] = run_setting(rounds, s == "legacy", prompts, docs, images, counter, max_pixels)
+            rows[s] = run_setting(rounds, legacy_settings() if s == "legacy" else {}, prompts, docs, images,
+                                  counter, max_pixels)
             print_setting(label, rows[s], len(prompts), rounds)
         stages = list(dict.fromkeys(k for c in rows.values() for k in c.stage))  # pipeline order
         print_recall(rows, stages + ["K (knowledge base)", "P̂ (final prompt)"])
@@ -332,10 +383,10 @@ def main() -> None:
             print(f"\ninput tokens per prompt per round: {a:,.0f} -> {b:,.0f} ({b / a:.0%})"
                   f"   goal <= 8,000: {'MET' if b <= 8000 else 'MISSED'}")
             print(f"of which new (not cacheable):      {na:,.0f} -> {nb:,.0f} ({nb / na:.0%})")
-        if args.write_reference and "current" in rows:
+        if args.write_reference and "current" in rows and rounds == args.rounds[-1]:
             from pathlib import Path
 
-            ref = reference(rows["current"], len(prompts), rounds, counter.name)
+            ref = reference(rows["current"], rounds, prompts, (docs, images), counter, max_pixels)
             Path(args.write_reference).write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
     footer()
 

@@ -33,7 +33,7 @@ class ResolvedModel:
     numbers the agent's budgets read. A field that does not apply to the role, or that its
     preset does not say, is None (the agent then uses its documented default)."""
 
-    role: Literal["backbone", "generator"]
+    role: Literal["backbone", "judge", "generator"]
     preset: str  # preset name; a generator given by hub id: the hub id
     hub_id: str  # hub id, or tiny:<name> for a locally built tiny model
     revision: str | None  # hub revision (None = the default branch)
@@ -42,6 +42,7 @@ class ResolvedModel:
     # backbone
     context_window: int | None = None  # vLLM max_model_len of the preset
     image_tokens: int | None = None  # vision tokens per image at the preset's pixel cap
+    max_pixels: int | None = None  # that cap: pixels per image the server's processor keeps
     # generator
     reference_capacity: int | None = None  # reference images the pipeline takes at once
     prompt_token_bound: int | None = None  # P̂'s bound: the text encoder's max_sequence_length
@@ -65,8 +66,9 @@ class ResolvedModels:
         return cls(backbone=resolve_backbone(config.backbone), generator=resolve_generator(config.generator))
 
 
-def resolve_backbone(config: ChatConfig) -> ResolvedModel | None:
-    """The backbone section's preset, read once: context window and vision tokens per image."""
+def resolve_backbone(config: ChatConfig, role: Literal["backbone", "judge"] = "backbone") -> ResolvedModel | None:
+    """The backbone section's preset, read once: context window and vision tokens per image
+    (``role="judge"``: the judge section's, read the same way)."""
     if not config.preset or config.backend in STAND_IN_BACKENDS:
         return None
     from orig_local.presets import load_preset
@@ -80,10 +82,10 @@ def resolve_backbone(config: ChatConfig) -> ResolvedModel | None:
     # (``mm_processor_kwargs``: ``size.longest_edge``, or the older ``max_pixels``).
     pixels = serve.max_pixels if serve else None
     return ResolvedModel(
-        role="backbone", preset=preset.name, hub_id=preset.hf_id, revision=config.revision or preset.revision,
+        role=role, preset=preset.name, hub_id=preset.hf_id, revision=config.revision or preset.revision,
         path=preset.path, is_tiny=preset.is_tiny,
         context_window=serve.max_model_len if serve else None,
-        image_tokens=int(pixels) // (28 * 28) if pixels else None,
+        image_tokens=int(pixels) // (28 * 28) if pixels else None, max_pixels=int(pixels) if pixels else None,
     )
 
 

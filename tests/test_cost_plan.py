@@ -58,15 +58,44 @@ async def test_estimate_matches_a_measured_agent_run_on_the_cost_corpus():
     docs, images = bench_cost.build_corpus()
     chat = ScriptedChatModel(ChatConfig(backend="scripted", model="sim"),
                              replies=[bench_cost.realistic_responder(2)], cycle=True)
-    # the plan prices a merge call every round (an upper bound: this corpus's small K is folded
-    # without one at the default consolidate_min_tokens), so the run makes them too
-    res = await Agent(chat, SimulatedRetriever(docs, images),
-                      AgentConfig(consolidate_min_tokens=0)).run(bench_cost.PROMPTS[1])
+    res = await Agent(chat, SimulatedRetriever(docs, images), AgentConfig()).run(bench_cost.PROMPTS[1])
     assert res.rounds == 2 and not res.error
     measured = sum(count_request(r["messages"], default_counter()).total for r in chat.requests)
     steps = costplan.agent_steps(_cfg(), rounds=2, text_queries=1, image_queries=1)
+    # default settings: this corpus's K stays under consolidate_min_tokens, so neither the run
+    # nor the plan (which follows the reference's K sizes) makes a merge call
+    assert not any(r.step == "consolidate" for r in res.trace.records)
     assert sum(s.calls for s in steps) == len(chat.requests)
     assert sum(s.prefill for s in steps) == pytest.approx(measured, rel=0.15)
+    # the bench rebuilds K's size at each check from the final K: what the agent noted
+    from orig_local.agent.budget import EstimatedTokens
+
+    noted = [r.output["knowledge_tokens"] for r in res.trace.records if r.step == "consolidation_deferred"]
+    assert len(noted) == 2 and bench_cost.knowledge_sizes(res, EstimatedTokens().count) == noted
+
+
+async def test_merge_call_estimate_matches_a_run_that_makes_it():
+    """With consolidate_min_tokens=0 the run merges every round and the plan prices it so."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_cost
+
+    from orig_local.agent.agent import Agent
+    from orig_local.agent.config import AgentConfig
+    from orig_local.llm.config import ChatConfig
+    from orig_local.llm.scripted import ScriptedChatModel
+    from orig_local.llm.simulated import SimulatedRetriever
+
+    docs, images = bench_cost.build_corpus()
+    chat = ScriptedChatModel(ChatConfig(backend="scripted", model="sim"),
+                             replies=[bench_cost.realistic_responder(2)], cycle=True)
+    res = await Agent(chat, SimulatedRetriever(docs, images),
+                      AgentConfig(consolidate_min_tokens=0)).run(bench_cost.PROMPTS[1])
+    assert res.rounds == 2 and not res.error
+    steps = {s.step: s for s in costplan.agent_steps(_cfg("agent.consolidate_min_tokens=0"), rounds=2,
+                                                      text_queries=1, image_queries=1)}
+    assert steps["accumulation/consolidate"].calls == 2 == sum(r.step == "consolidate" for r in res.trace.records
+                                                              if r.messages)
+    assert sum(s.calls for s in steps.values()) == len(chat.requests)
 
 
 def test_throughput_flags():

@@ -9,9 +9,14 @@ Everything here is an ESTIMATE and is labelled so wherever it is shown. It is de
 * queries per round: the paper's means (4.5 text and 2.5 image searches per prompt over 2.8
   iterations, ~1.2 of them in bootstrap: ~1.8 text and ~1.4 image queries per loop round);
 * per-call text and decode tokens of each step, measured by ``benchmarks/bench_cost.py`` (real
-  Qwen2 BPE, default settings; ``cost_reference.json``), the text filter's page share scaled to
-  ``max_page_tokens``; pictures priced by Qwen2.5-VL's pixel rule at 1024x768 (a typical web
-  picture after the retriever's downscale);
+  Qwen2 BPE, default settings; ``cost_reference.json``, :mod:`~orig_local.evaluation.costref`),
+  the text filter's page share scaled to ``max_page_tokens``; pictures priced by Qwen2.5-VL's
+  pixel rule at 1024x768 (a typical web picture after the retriever's downscale), within the
+  pixel cap of the backbone as the run resolves it (:class:`~orig_local.resolved.ResolvedModels`,
+  the record the agent's budgets read; Qwen2.5-VL's default cap when the preset is unknown);
+* the merge (consolidation) call in the rounds where K is expected to reach
+  ``consolidate_min_tokens`` (K's size per round as the bench measured it; below it the agent
+  folds new entries in without a call);
 * the benchmark's items (judge calls = questions, retrieval-accuracy calls = gold facts) when
   the data is at hand, and the generator preset's steps.
 
@@ -28,9 +33,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-REFERENCE_FILE = Path(__file__).with_name("cost_reference.json")
+from orig_local.evaluation.costref import load_reference, merge_calls
+
+if TYPE_CHECKING:
+    from orig_local.resolved import ResolvedModels
+
 PAPER_ROUNDS = 1.8  # adaptive loop rounds (2.8 iterations incl. bootstrap, Table 4)
 PAPER_TEXT_QUERIES = 1.8  # per loop round: (4.5 text searches - ~1.2 bootstrap) / 1.8 rounds
 PAPER_IMAGE_QUERIES = 1.4  # per loop round: 2.5 image searches / 1.8 rounds
@@ -49,6 +58,7 @@ class StepCost:
     prefill: float  # input tokens incl. images
     decode: float
     images: float
+    note: str = ""  # how an estimated count was decided (the merge call)
 
 
 @dataclass
@@ -70,10 +80,6 @@ class PhaseCost:
         return (self.prefill + self.decode) / tokens_per_s / 3600 * self.gpus
 
 
-def load_reference(path: Path = REFERENCE_FILE) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def _picture_tokens(bound: int | None, backbone_max: int) -> int:
     from orig_local.llm.tokens import VISION_TOKENS, image_tokens
 
@@ -81,38 +87,65 @@ def _picture_tokens(bound: int | None, backbone_max: int) -> int:
     return image_tokens(*PICTURE, max_pixels=limit) + VISION_TOKENS
 
 
-def _backbone_max_pixels(config: Any, role: str = "backbone") -> int:
+def picture_cap(config: Any, role: Literal["backbone", "judge"] = "backbone",
+                models: ResolvedModels | None = None) -> tuple[int, str]:
+    """(pixels per picture the ``role``'s server keeps, why a fallback was taken or ""). The
+    backbone's comes from the run's resolved models (``models``, else built from ``config``:
+    the record build_agent hands the agent), the judge's from its section resolved the same
+    way. No preset, a stand-in backend or a preset that does not load: Qwen2.5-VL's default cap
+    (what the agent then assumes too), said in the plan."""
     from orig_local.llm.tokens import DEFAULT_MAX_PIXELS
+    from orig_local.resolved import STAND_IN_BACKENDS, resolve_backbone
 
-    name = getattr(config, role).preset
-    try:
-        from orig_local.presets import load_preset
+    section = getattr(config, role)
+    if role == "backbone":
+        resolved = (models or backbone_models(config)).backbone
+    else:
+        resolved = resolve_backbone(section, role="judge")
+    if resolved is not None and resolved.max_pixels:
+        return resolved.max_pixels, ""
+    if section.backend in STAND_IN_BACKENDS:
+        why = f"a stand-in {role} ({section.backend})"
+    elif not section.preset:
+        why = f"no {role} preset"
+    elif resolved is None:
+        why = f"{role} preset {section.preset!r} unknown"
+    else:
+        why = f"{role} preset {section.preset!r} sets no pixel cap"
+    return DEFAULT_MAX_PIXELS, f"{why}: pictures priced at Qwen2.5-VL's default cap ({DEFAULT_MAX_PIXELS:,} px)"
 
-        preset = load_preset(name) if name else None
-    except Exception:  # noqa: BLE001 - an unknown preset prices pictures at the default bound
-        preset = None
-    return (preset.serve.max_pixels if preset and preset.serve else None) or DEFAULT_MAX_PIXELS
+
+def backbone_models(config: Any) -> ResolvedModels:
+    """The run's resolved models as far as the agent's bill needs them: the backbone, resolved
+    as :meth:`ResolvedModels.from_config` resolves it for build_agent (the generator is left
+    out: an unknown generator preset is the generate phase's error, not the plan's)."""
+    from orig_local.resolved import ResolvedModels, resolve_backbone
+
+    return ResolvedModels(backbone=resolve_backbone(config.backbone))
 
 
 def agent_steps(config: Any, reference: dict[str, Any] | None = None, *, rounds: float | None = None,
-                text_queries: float = PAPER_TEXT_QUERIES, image_queries: float = PAPER_IMAGE_QUERIES) -> list[StepCost]:
+                text_queries: float = PAPER_TEXT_QUERIES, image_queries: float = PAPER_IMAGE_QUERIES,
+                models: ResolvedModels | None = None) -> list[StepCost]:
     """Expected calls and tokens per prompt of each agent step under ``config`` (module doc).
     ``rounds`` (default: ``fixed_rounds``, else the paper's mean capped by ``max_rounds``) and
-    queries per loop round (default: the paper's means) may be given, e.g. as measured."""
+    queries per loop round (default: the paper's means) may be given, e.g. as measured;
+    ``models``: the run's resolved models (default: resolved from ``config``)."""
     ref = reference or load_reference()
     per_call = ref["per_call"]
     a = config.agent
     spec = a.spec
-    full = _backbone_max_pixels(config)
+    full, _ = picture_cap(config, "backbone", models)
     out: list[StepCost] = []
 
-    def add(step: str, calls: float, images: float = 0.0, bound: int | None = None, extra_text: float = 0.0) -> None:
-        if calls <= 0:
+    def add(step: str, calls: float, images: float = 0.0, bound: int | None = None, extra_text: float = 0.0,
+            note: str = "") -> None:
+        if calls <= 0 and not note:  # a step priced at no call shows only when it says why
             return
         base = per_call.get(step) or per_call["extension/write_prompt"]
         picture = _picture_tokens(bound, full) if images else 0
         out.append(StepCost(step, calls, calls * (base["text"] + extra_text) + images * picture,
-                            calls * base["decode"], images))
+                            calls * base["decode"], images, note))
 
     refs = min(a.max_references, 3)
     if spec.enhances:  # no measured figure of its own: priced like prompt extension without pictures
@@ -150,8 +183,9 @@ def _loop_steps(add: Callable[..., None], a: Any, ref: dict[str, Any], rounds: f
         add("accumulation/text_filter", rounds * text_q * a.pages_per_query, extra_text=page_delta)
         add("accumulation/image_filter", rounds * math.ceil(image_q * a.images_per_query / a.max_images_per_call),
             pictures, a.images.image_filter)
-        if a.consolidate:  # every round: an upper bound (a K under consolidate_min_tokens is folded without a call)
-            add("accumulation/consolidate", rounds)
+        if a.consolidate:  # only where K is expected to reach consolidate_min_tokens (consolidation.py)
+            calls, why = merge_calls(ref, rounds, a.consolidate_min_tokens)
+            add("accumulation/consolidate", calls, note=why)
     if a.fixed_rounds is None:
         add("sufficiency/decide", rounds)
     return pictures
@@ -200,13 +234,15 @@ def estimate(config: Any, phases: Sequence[str], items: Sequence[Any] | None, n_
     """Expected cost of each of ``phases`` for ``items`` (or ``n_items`` when the data is not
     at hand: judge calls are then unknown)."""
     n = len(items) if items is not None else n_items
+    models = backbone_models(config)  # once, as build_agent resolves it: the same pixel cap
     out: list[PhaseCost] = []
     for phase in phases:
         if phase == "agent":
-            steps = agent_steps(config, reference)
+            steps = agent_steps(config, reference, models=models)
             per = PhaseCost("agent", n, gpus=_gpus(config.backbone.preset), steps=steps,
                             calls=sum(s.calls for s in steps), prefill=sum(s.prefill for s in steps),
-                            decode=sum(s.decode for s in steps), images=sum(s.images for s in steps))
+                            decode=sum(s.decode for s in steps), images=sum(s.images for s in steps),
+                            note=picture_cap(config, "backbone", models)[1] if any(s.images for s in steps) else "")
             out.append(_times(per, n))
         elif phase == "generate":
             st = _generator_steps(config)
@@ -215,22 +251,29 @@ def estimate(config: Any, phases: Sequence[str], items: Sequence[Any] | None, n_
                                  note=("" if st else "steps unknown (no preset default)")
                                  + ("" if n is not None else "per prompt (item count unknown)")))
         elif phase in ("judge", "retrieval"):
-            count = None
-            if items is not None:
-                count = float(sum(len(getattr(it, "questions" if phase == "judge" else "facts", []) or [])
-                                  for it in items))
-            cost = PhaseCost(phase, n, calls=count, gpus=_gpus(config.judge.preset),
-                             note="" if count is not None else \
-                             f"calls = {'questions' if phase == 'judge' else 'gold facts'} (data not at hand)")
-            if phase == "judge" and count is not None:
-                # one generated picture (its preset size) + the question; a short JSON answer
-                from orig_local.llm.tokens import VISION_TOKENS, image_tokens
-
-                picture = image_tokens(*_generator_size(config), max_pixels=_backbone_max_pixels(config, "judge"))
-                cost.prefill = count * (picture + VISION_TOKENS + JUDGE_TEXT_TOKENS)
-                cost.decode, cost.images = count * JUDGE_DECODE_TOKENS, count
-            out.append(cost)
+            out.append(_judge_cost(config, phase, items, n))
     return out
+
+
+def _judge_cost(config: Any, phase: str, items: Sequence[Any] | None, n: int | None) -> PhaseCost:
+    """Judge (one call per question) or retrieval-accuracy (one per gold fact) calls; the judge's
+    tokens too: one generated picture at the generator preset's size within the judge's pixel
+    cap, the question, a short JSON answer."""
+    count = None
+    if items is not None:
+        count = float(sum(len(getattr(it, "questions" if phase == "judge" else "facts", []) or []) for it in items))
+    cost = PhaseCost(phase, n, calls=count, gpus=_gpus(config.judge.preset),
+                     note="" if count is not None else
+                     f"calls = {'questions' if phase == 'judge' else 'gold facts'} (data not at hand)")
+    if phase == "judge" and count is not None:
+        from orig_local.llm.tokens import VISION_TOKENS, image_tokens
+
+        cap, why = picture_cap(config, "judge")
+        picture = image_tokens(*_generator_size(config), max_pixels=cap)
+        cost.prefill = count * (picture + VISION_TOKENS + JUDGE_TEXT_TOKENS)
+        cost.decode, cost.images = count * JUDGE_DECODE_TOKENS, count
+        cost.note = why
+    return cost
 
 
 JUDGE_TEXT_TOKENS = 250  # system turn + question + answer format (ours, rounded up)
@@ -249,7 +292,7 @@ def _generator_size(config: Any) -> tuple[int, int]:
 
 def _times(per: PhaseCost, n: int | None) -> PhaseCost:
     if n is None:
-        per.note = "per prompt (item count unknown)"
+        per.note = "; ".join(x for x in ("per prompt (item count unknown)", per.note) if x)
         return per
     for name in ("calls", "prefill", "decode", "images"):
         setattr(per, name, getattr(per, name) * n)
@@ -344,9 +387,12 @@ def render_steps(phases: list[PhaseCost]) -> str:
     if agent is None:
         return ""
     rows = ["  | step | calls | prefill | decode | images |", "  |---|---:|---:|---:|---:|"]
+    notes: list[str] = []
     for s in agent.steps:
-        rows.append(f"  | {s.step} | {s.calls:.1f} | {s.prefill:,.0f} | {s.decode:,.0f} | {s.images:.1f} |")
-    return "  per prompt:\n" + "\n".join(rows)
+        mark = f" [{len(notes) + 1}]" if s.note else ""
+        notes += [f"  [{len(notes) + 1}] {s.note}"] if s.note else []
+        rows.append(f"  | {s.step}{mark} | {s.calls:.1f} | {s.prefill:,.0f} | {s.decode:,.0f} | {s.images:.1f} |")
+    return "  per prompt:\n" + "\n".join(rows + notes)
 
 
 def estimate_record(config: Any) -> dict[str, Any]:
