@@ -115,19 +115,28 @@ def _load_items(ev, ids: list[str] | None = None):
     """The benchmark, and the identity of its full item list (filters left out, so a run grown
     with a larger --limit keeps matching its data). The data is read once; the run's classes,
     each class's check and the identity are selections from that one read."""
+    items, identity, _read = _read_items(ev, ids)
+    return items, identity
+
+
+def _read_items(ev, ids: list[str] | None = None):
+    """:func:`_load_items`, and the read itself (a ``ReadBenchmark``: the final report of
+    ``--phase all`` takes it instead of parsing the data again)."""
     from pathlib import Path
 
     from orig_local.errors import DataError, UsageError
     from orig_local.evaluation.identity import benchmark_identity
     from orig_local.evaluation.loaders import LOADERS, benchmark_options, read_benchmark, select_benchmark
+    from orig_local.evaluation.run_rows import ReadBenchmark
     from orig_local.evaluation.selection import check_selection
 
     if ev.benchmark not in LOADERS:
         raise UsageError(f"unknown benchmark {ev.benchmark!r}; benchmarks: {', '.join(LOADERS)}")
     if not Path(ev.data).exists():
         raise DataError(f"benchmark data not found: {ev.data}", hint="pass --data PATH (a folder or file)")
+    options = benchmark_options(ev)
     try:
-        loaded = read_benchmark(ev.benchmark, ev.data, **benchmark_options(ev))
+        loaded = read_benchmark(ev.benchmark, ev.data, **options)
         every = loaded.items
         items = select_benchmark(ev.benchmark, every, ev.classes, ev.include_others)
         # A class is unknown when the loader (whose own names and aliases count) selects nothing
@@ -143,8 +152,8 @@ def _load_items(ev, ids: list[str] | None = None):
     check_selection(every, ids=ids)
     # loaded.bound: WISE's items with every protocol's questions (the binding must not depend on
     # how the items are judged: another protocol is another judge name on the same data).
-    return items, benchmark_identity(ev.benchmark, str(Path(ev.data).resolve()), every,
-                                     source=loaded.source, bound_items=loaded.bound)
+    return items, benchmark_identity(ev.benchmark, str(Path(ev.data).resolve()), every, source=loaded.source,
+                                     bound_items=loaded.bound), ReadBenchmark.of(ev.benchmark, ev.data, options, loaded)
 
 
 def _run_seeds(config, args, items, phases, shard, identity) -> list:
@@ -246,7 +255,7 @@ def run(args) -> int:
     if args.dry_run:
         print(cost_plan(config, args, phases))
         return 0
-    items, identity = _load_items(ev, _csv_list(args.ids))
+    items, identity, read = _read_items(ev, _csv_list(args.ids))
     items = select_items(items, ids=_csv_list(args.ids), limit=args.limit)
     if not items:
         raise UsageError("no items selected", hint="check --classes/--ids/--limit")
@@ -267,11 +276,12 @@ def run(args) -> int:
 
         dirs, groups = expand_runs([args.out])  # --seeds: each seed a row, then their mean
         written = build_report(dirs, Path(args.out) / "report", judge_name=ev.judge_name, n_boot=ev.bootstrap,
-                               ci=ev.ci, seed=ev.bootstrap_seed, errors=ev.judge_errors)
+                               ci=ev.ci, seed=ev.bootstrap_seed, errors=ev.judge_errors,
+                               read=read)  # the data as read above: parsed once per orig eval
         print((Path(written["accuracy"])).read_text(encoding="utf-8"))
         if groups:
             print(seed_report(groups, Path(written["report"]).parent, judge_name=ev.judge_name,
-                              errors=ev.judge_errors, n_boot=ev.bootstrap, ci=ev.ci, seed=ev.bootstrap_seed))
+                              errors=ev.judge_errors, n_boot=ev.bootstrap, ci=ev.ci, seed=ev.bootstrap_seed, read=read))
         print(f"report: {written['report']}")
     return exit_status(summaries)
 

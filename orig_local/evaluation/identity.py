@@ -73,16 +73,20 @@ def identity_differs(was: dict, now: dict) -> str | None:
 
 
 
-def current_identity(meta: dict, benchmark: str, data: str | Path, items: Sequence[BenchmarkItem]) -> dict[str, Any]:
+def current_identity(meta: dict, benchmark: str, data: str | Path, items: Sequence[BenchmarkItem],
+                     source: dict | None = None) -> dict[str, Any]:
     """The identity of the data as it is now, comparable with the one run.json recorded: the
     loader's per-file hashes where it lists files, else every field of ``items`` (WISE is bound
-    with every judge protocol's questions, so only its file hashes are compared here)."""
+    with every judge protocol's questions, so only its file hashes are compared here).
+    ``source``: the loader's description from the read that gave ``items`` (else read now)."""
     from orig_local.evaluation.loaders import benchmark_source
 
     now: dict[str, Any] = {"loader": benchmark}
     try:
         variant = (meta.get("benchmark_identity") or {}).get("variant")
-        source = benchmark_source(benchmark, data, **({"variant": variant} if benchmark == "wise" and variant else {}))
+        if source is None:
+            source = benchmark_source(benchmark, data,
+                                      **({"variant": variant} if benchmark == "wise" and variant else {}))
     except Exception:  # noqa: BLE001 - a loader that cannot describe itself: compare fields only
         source = None
     if source and source.get("files"):

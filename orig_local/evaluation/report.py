@@ -46,6 +46,7 @@ from orig_local.evaluation.report_tables import (
     write_status,
 )
 from orig_local.evaluation.results import RunResults
+from orig_local.evaluation.run_rows import ReadBenchmark
 from orig_local.evaluation.scoring import ErrorPolicy
 
 
@@ -54,22 +55,22 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
                  errors: ErrorPolicy = "exclude", gallery: bool = True, allow_mixed_judges: bool = False,
                  data: str | Path | None = None, benchmark: str | None = None,
                  ids: Sequence[str] | None = None, classes: Sequence[str] | None = None,
-                 media_mode: str = "copy", page_size: int = GALLERY_PAGE) -> dict[str, Path]:
+                 media_mode: str = "copy", page_size: int = GALLERY_PAGE,
+                 read: ReadBenchmark | None = None) -> dict[str, Path]:
     """Write every table, figure and gallery for ``run_dirs`` into ``out`` (default
     ``<run>/report`` for one run). ``judge_name`` may list several judges ("default,qwen7b")
     to compare them side by side. ``data``/``benchmark``: where the benchmark is (default:
     run.json's), for checking verdicts against its question lists. ``ids``/``classes``
     restrict the tables (unknown ones are an error). ``media_mode``/``page_size``: how galleries
-    show images and how many prompts a gallery page holds (:func:`write_gallery`). Returns the
-    written paths by name.
+    show images and how many prompts a gallery page holds (:func:`write_gallery`). ``read``: the
+    benchmark as ``orig eval`` already read it. Returns the written paths by name.
 
-    Memory: with several runs, each run's rows are dropped once its scores and table numbers
-    are computed (:meth:`RunResults.compact`), and galleries reload one run at a time, so a
-    study's report does not grow with the number of runs.
+    Memory: with several runs, each run's rows are dropped once scored (:meth:`RunResults.compact`)
+    and galleries reload one run at a time: a study's report does not grow with its runs.
 
-    Nothing is written (no folder created) when a run folder is missing or unreadable, or
-    when runs judged by different judges would be compared without ``allow_mixed_judges``.
-    A full disk while writing is one :class:`DiskWriteError` naming the file.
+    Nothing is written (no folder created) when a run folder is missing or unreadable, or when
+    runs judged by different judges would be compared without ``allow_mixed_judges``; a full
+    disk while writing is one :class:`DiskWriteError` naming the file.
 
     Example (the bundled 3-item mini benchmark with tiny random-weight models: the numbers
     test the machinery only, and the report says so)::
@@ -93,7 +94,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     if media_mode not in MEDIA_MODES:
         raise UsageError(f"--media {media_mode!r}: use one of {', '.join(MEDIA_MODES)}")
     runs, loader, mixed = _load_runs(run_dirs, judge_name, errors, data, benchmark, ids, classes,
-                                     allow_mixed_judges)
+                                     allow_mixed_judges, read)
     out, base = _report_folder(out, len(run_dirs), runs, baseline)
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):  # same folder name in different places
@@ -114,12 +115,13 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
 def _load_runs(run_dirs: Sequence[str | Path], judge_name: str | None, errors: ErrorPolicy,
                data: str | Path | None, benchmark: str | None, ids: Sequence[str] | None,
                classes: Sequence[str] | None,
-               allow_mixed_judges: bool) -> tuple[list[RunResults], _RunLoader, str | None]:
+               allow_mixed_judges: bool,
+               read: ReadBenchmark | None = None) -> tuple[list[RunResults], _RunLoader, str | None]:
     """Every run x judge to report on, the loader (galleries reload through it) and the
     judges' mismatch, if any; refuses runs judged differently unless ``allow_mixed_judges``."""
     # Several judges (comma-separated names, "default" = judge.jsonl): one row per run x judge.
     names = [None if n in ("", "default") else n for n in judge_name.split(",")] if judge_name else [None]
-    loader = _RunLoader(errors, data, benchmark, ids, classes, compact=len(run_dirs) * len(names) > 1)
+    loader = _RunLoader(errors, data, benchmark, ids, classes, compact=len(run_dirs) * len(names) > 1, read=read)
     runs = [loader.load(d, name, f" [{name or 'default'}]" if len(names) > 1 else "")
             for d in run_dirs for name in names]
     loader.check_selection()

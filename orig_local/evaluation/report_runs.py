@@ -9,19 +9,23 @@ from pathlib import Path
 
 from orig_local.evaluation.results import PhaseRowT, RunResults, load_run
 from orig_local.evaluation.rows import PhaseRow
+from orig_local.evaluation.run_rows import ReadBenchmark
 from orig_local.evaluation.scoring import ErrorPolicy
 
 
 class _RunLoader:
     """Loads runs for one report: the benchmark once per (data, benchmark, options) however many
     runs use it, the ``ids``/``classes`` selection applied per run (checked over all runs by
-    :meth:`check_selection`), and, with ``compact``, each run's rows dropped once scored."""
+    :meth:`check_selection`), and, with ``compact``, each run's rows dropped once scored.
+    ``read``: the benchmark as this process already read it (``orig eval``'s final report),
+    used wherever it serves instead of reading the files again."""
 
-    def __init__(self, errors: ErrorPolicy, data, benchmark, ids, classes, compact: bool):
+    def __init__(self, errors: ErrorPolicy, data, benchmark, ids, classes, compact: bool,
+                 read: ReadBenchmark | None = None):
         from orig_local.evaluation.selection import normalize
 
         self.errors, self.data, self.benchmark, self.compact = errors, data, benchmark, compact
-        self.ids, self.classes = ids, classes
+        self.ids, self.classes, self.read = ids, classes, read
         self.wanted = [normalize(c) for c in classes] if classes else None
         self.known: dict[str, str] = {}  # every id the runs hold -> its class (for the check)
         self.items_cache: dict[tuple, tuple] = {}
@@ -36,7 +40,7 @@ class _RunLoader:
         key = (str(self.data or data_path(meta)), bench_name,
                repr(sorted(loader_options(d, bench_name, name).items())))
         if key not in self.items_cache:  # one load per benchmark (and options), however many runs use it
-            self.items_cache[key] = (load_benchmark_items(meta, self.data, self.benchmark, d, name)
+            self.items_cache[key] = (load_benchmark_items(meta, self.data, self.benchmark, d, name, self.read)
                                      if Path(d).is_dir() else (None, None))
         return self.items_cache[key]
 

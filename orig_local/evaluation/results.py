@@ -29,6 +29,7 @@ from orig_local.evaluation.run_rows import (  # re-exported: results is where re
     STATUSES,
     DataIssue,
     PhaseRowT,
+    ReadBenchmark,
     _by_id,
     _judge_revision,
     _status_counts,
@@ -115,10 +116,10 @@ class RunResults:
 
 def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPolicy = "exclude", *,
              data: str | Path | None = None, benchmark: str | None = None, check_benchmark: bool = True,
-             items: dict | None = None) -> RunResults:
+             items: dict | None = None, read: ReadBenchmark | None = None) -> RunResults:
     """Scores of one run from its JSONL. ``errors``: how unparseable verdicts count (see
     scoring). ``data``/``benchmark`` override where the benchmark is read from (default: what
-    run.json names); ``items`` passes it ready-loaded (id -> BenchmarkItem)."""
+    run.json names); ``items`` passes it ready-loaded (id -> BenchmarkItem), ``read`` as read."""
     from orig_local.evaluation.items import FIGEVAL_CLASSES
     from orig_local.evaluation.loaders.figeval import normalize_class
 
@@ -131,7 +132,7 @@ def load_run(run_dir: str | Path, judge_name: str | None = None, errors: ErrorPo
         raise DataError(f"{run_dir}: no verdicts of judge {judge_name!r} ({judge_file.name})")
 
     if items is None and check_benchmark:
-        items, why = load_benchmark_items(meta, data, benchmark, run_dir, judge_name)
+        items, why = load_benchmark_items(meta, data, benchmark, run_dir, judge_name, read)
         if items is None:
             warnings.append(f"benchmark not checked: {why}; verdicts were validated without the question list")
         elif why:
@@ -357,5 +358,5 @@ def _retrieval_numbers(run: RunResults) -> dict[str, float]:
 
 
 # The readers moved to run_rows.py; these names stay importable from here.
-__all__ = ["STATUSES", "DataIssue", "PhaseRowT", "RunResults", "load_benchmark_items", "load_run", "loader_options",
+__all__ = ["STATUSES", "DataIssue", "PhaseRowT", "ReadBenchmark", "RunResults", "load_benchmark_items", "load_run", "loader_options",
            "read_all_rows", "read_run_meta", "retrieval_summary", "row_status", "run_stand_in_labels", "stage_means"]

@@ -11,11 +11,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orig_local.errors import DataError
 from orig_local.evaluation.rows import ROW_MODELS, AgentRow, PhaseRow, RowFormatError, parse_row
 from orig_local.evaluation.rundir import phase_file, shard_files
+
+if TYPE_CHECKING:
+    from orig_local.evaluation.loaders import Loaded
 
 log = logging.getLogger(__name__)
 
@@ -174,28 +177,53 @@ def loader_options(run_dir: str | Path | None, benchmark: str, judge_name: str |
         return {}
 
 
+@dataclass(frozen=True)
+class ReadBenchmark:
+    """A benchmark read earlier in this process: ``orig eval`` hands the read its phases ran on
+    to its final report, so the data is parsed once per command. It serves a load of the same
+    loader, data (resolved path) and loader options; any other load reads the files."""
+
+    benchmark: str
+    data: str
+    options: dict[str, Any]
+    loaded: Loaded
+
+    @classmethod
+    def of(cls, benchmark: str, data: str | Path, options: dict[str, Any], loaded: Loaded) -> ReadBenchmark:
+        return cls(benchmark, str(Path(data).resolve()), dict(options), loaded)
+
+    def serves(self, benchmark: str, data: str | Path, options: dict[str, Any]) -> bool:
+        return (benchmark, str(Path(data).resolve()), options) == (self.benchmark, self.data, self.options)
+
+
 def load_benchmark_items(meta: dict, data: str | Path | None = None, benchmark: str | None = None,
-                         run_dir: str | Path | None = None, judge_name: str | None = None):
+                         run_dir: str | Path | None = None, judge_name: str | None = None,
+                         read: ReadBenchmark | None = None):
     """The run's benchmark items by id, or (None, reason) when they cannot be loaded. With
     ``run_dir``, the loader options the run recorded are used (e.g. WISE's judged protocols).
-    The data is run.json's absolute path (from any working directory)."""
+    The data is run.json's absolute path (from any working directory). ``read``: the same
+    benchmark already read in this process, taken instead of the files when it serves."""
     from orig_local.evaluation.rundir import data_path
 
     data = data or data_path(meta)
     benchmark = benchmark or meta.get("benchmark") or "figeval"
     if not data:
         return None, "run.json names no benchmark data"
+    options = loader_options(run_dir, benchmark, judge_name)
     try:
-        from orig_local.evaluation.loaders import load_benchmark
+        from orig_local.evaluation.loaders import load_benchmark, select_benchmark
 
-        items = load_benchmark(benchmark, data, include_others=True,
-                               **loader_options(run_dir, benchmark, judge_name))
+        if read is not None and read.serves(benchmark, data, options):  # what load_benchmark would give
+            items, source = select_benchmark(benchmark, read.loaded.items, None, True), read.loaded.source
+        else:
+            items, source = load_benchmark(benchmark, data, include_others=True, **options), None
     except Exception as exc:  # a moved or unreadable benchmark: say so, check what we can
         return None, f"benchmark {benchmark} at {data} could not be loaded ({' '.join(str(exc).split())[:200]})"
     from orig_local.evaluation.identity import current_identity, identity_differs
 
     recorded = meta.get("benchmark_identity") or {}
-    changed = identity_differs(recorded, current_identity(meta, benchmark, data, items)) if recorded else None
+    changed = (identity_differs(recorded, current_identity(meta, benchmark, data, items, source=source))
+               if recorded else None)
     if changed:  # checked anyway, but never silently against other data than the run's
         return {it.id: it for it in items}, (f"the benchmark at {data} is not the data this run was made with "
                                              f"({changed}); verdicts were checked against it as it is now")

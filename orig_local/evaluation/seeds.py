@@ -19,13 +19,16 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from orig_local.errors import UsageError
 from orig_local.evaluation.items import CONCEPTS
 from orig_local.evaluation.scoring import ErrorPolicy, PromptScore
+
+if TYPE_CHECKING:
+    from orig_local.evaluation.run_rows import ReadBenchmark
 
 PREFIX = "seed-"
 
@@ -182,13 +185,14 @@ def expand_runs(run_dirs: Sequence[str | Path]) -> tuple[list[str], dict[str, li
 
 
 def seed_report(groups: dict[str, list[Path]], out: Path, *, judge_name: str | None, errors: ErrorPolicy, n_boot: int,
-                ci: float, seed: int) -> str:
-    """The mean-over-seeds section of the report for each multi-seed run (appended to report.md)."""
+                ci: float, seed: int, read: ReadBenchmark | None = None) -> str:
+    """The mean-over-seeds section of the report for each multi-seed run (appended to report.md).
+    ``read``: the benchmark as this process already read it (``orig eval --seeds``)."""
     from orig_local.evaluation.results import load_run
 
     parts = []
     for parent, subs in groups.items():
-        runs = [load_run(p, judge_name, errors) for p in subs]
+        runs = [load_run(p, judge_name, errors, read=read) for p in subs]
         for r, p in zip(runs, subs, strict=True):
             r.label = f"{Path(parent).name}/{p.name}"
         parts.append(write_seed_summary(Path(parent).name, runs, Path(out), n_boot=n_boot, ci=ci, seed=seed))
