@@ -45,7 +45,8 @@ PAPER_TEXT_QUERIES = 1.8  # per loop round: (4.5 text searches - ~1.2 bootstrap)
 PAPER_IMAGE_QUERIES = 1.4  # per loop round: 2.5 image searches / 1.8 rounds
 PICTURE = (1024, 768)  # a web picture as the agent receives it
 FOOTNOTE = ("ESTIMATE from the config, the paper's mean rounds and queries per round, and per-call figures "
-            "measured by benchmarks/bench_cost.py (docs/cost.md); after a run, its report's cost.md "
+            "measured by benchmarks/bench_cost.py (docs/cost.md; the merge call only in rounds where K is "
+            "expected to reach agent.consolidate_min_tokens); after a run, its report's cost.md "
             "shows what was measured beside it.")
 
 
