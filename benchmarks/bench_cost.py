@@ -262,10 +262,12 @@ def legacy_settings() -> dict[str, Any]:
     return out
 
 
-def run_setting(rounds: int, settings: dict[str, Any], prompts: list[str], docs, images, counter,
-                max_pixels: int) -> Count:
+def run_setting(rounds: int, legacy: bool, prompts: list[str], docs, images, counter, max_pixels: int,
+                overrides: dict[str, Any] | None = None) -> Count:
+    """Every prompt at ``rounds`` rounds, with --legacy's settings or the defaults, and ``overrides``."""
     out = Count()
     seen: dict[str, str] = {}
+    settings = {**(legacy_settings() if legacy else {}), **(overrides or {})}
     for p in prompts:
         asyncio.run(one_prompt(p, rounds, settings, docs, images, counter, max_pixels, seen, out))
     return out
@@ -300,9 +302,9 @@ def reference(current: Count, rounds: int, prompts: list[str], corpus: tuple, co
     from orig_local.evaluation.costref import fingerprint
 
     docs, images = corpus
-    merged = run_setting(rounds, {"consolidate_min_tokens": 0}, prompts, docs, images, counter, max_pixels)
+    merged = run_setting(rounds, False, prompts, docs, images, counter, max_pixels, {"consolidate_min_tokens": 0})
     sized = current if all(current.knowledge) else run_setting(
-        rounds, {"consolidate_min_tokens": 10**9}, prompts, docs, images, counter, max_pixels)
+        rounds, False, prompts, docs, images, counter, max_pixels, {"consolidate_min_tokens": 10**9})
     ours, merge = _per_call(current), _per_call(merged)
     order = list(dict.fromkeys([*merged.stage, *current.stage]))
     per_call = {name: ours.get(name) or merge[name] for name in order if name in ours or name == "accumulation/consolidate"}
@@ -372,8 +374,7 @@ def main() -> None:
         rows = {}
         for s in settings:
             label = "issue 22 settings off (--legacy)" if s == "legacy" else "current defaults"
-            rows[s] = run_setting(rounds, legacy_settings() if s == "legacy" else {}, prompts, docs, images,
-                                  counter, max_pixels)
+            rows[s] = run_setting(rounds, s == "legacy", prompts, docs, images, counter, max_pixels)
             print_setting(label, rows[s], len(prompts), rounds)
         stages = list(dict.fromkeys(k for c in rows.values() for k in c.stage))  # pipeline order
         print_recall(rows, stages + ["K (knowledge base)", "P̂ (final prompt)"])
