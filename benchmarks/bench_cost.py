@@ -178,6 +178,16 @@ def _text_prefix(messages: list[dict]) -> str:
     return out
 
 
+class _AgentCounter:
+    """The bench's exact text counter as the agent's budget counter (``label`` in the trace)."""
+
+    def __init__(self, counter):
+        self.counter, self.label = counter, f"tokenizer:{counter.name}"
+
+    def count(self, text: str) -> int:
+        return self.counter.count(text)
+
+
 async def one_prompt(prompt: str, rounds: int, settings: dict[str, Any], docs, images, counter, max_pixels: int,
                      seen: dict[str, str], out: Count) -> None:
     from bench_tokens import Recorder
@@ -192,13 +202,16 @@ async def one_prompt(prompt: str, rounds: int, settings: dict[str, Any], docs, i
     recorder = Recorder(realistic_responder(rounds))
     chat = ScriptedChatModel(ChatConfig(backend="scripted", model="sim"), replies=[recorder], cycle=True)
     cfg = AgentConfig(**settings)
-    agent = Agent(chat, SimulatedRetriever(docs, images), cfg)
+    # budgets counted as a real run counts them: with the backbone's tokenizer where one is
+    # cached (build_agent's make_token_counter), else the agent's own estimate
+    agent = Agent(chat, SimulatedRetriever(docs, images), cfg,
+                  tokens=_AgentCounter(counter) if counter.exact else None)
     result = await agent.run(prompt)
     if result.error or result.rounds != rounds:
         raise SystemExit(f"run failed or ran {result.rounds} rounds: {result.error}")
     out.rounds += result.rounds
     out.knowledge.append(knowledge_sizes(result, counter.count))
-    _check_sizes(result)
+    _check_sizes(result, agent.budget.counter.count)
     earlier: list[str] = []
     mine: dict[str, set[str]] = defaultdict(set)  # this prompt's
     out.prompts += 1
@@ -318,15 +331,13 @@ def reference(current: Count, rounds: int, prompts: list[str], corpus: tuple, co
             "per_call": per_call}
 
 
-def _check_sizes(result: Any) -> None:
+def _check_sizes(result: Any, count: Any) -> None:
     """knowledge_sizes() rebuilds what the agent measured: where every round deferred its merge
-    call, the sizes it noted (with its own counter) must come out again."""
-    from orig_local.agent.budget import EstimatedTokens
-
+    call, the sizes it noted (with its own counter, ``count``) must come out again."""
     noted = [r.output["knowledge_tokens"] for r in result.trace.records if r.step == "consolidation_deferred"]
-    if len(noted) == result.rounds and noted != knowledge_sizes(result, EstimatedTokens().count):
+    if len(noted) == result.rounds and noted != knowledge_sizes(result, count):
         raise SystemExit(f"K sizes rebuilt wrongly: agent noted {noted}, "
-                         f"rebuilt {knowledge_sizes(result, EstimatedTokens().count)}")
+                         f"rebuilt {knowledge_sizes(result, count)}")
 
 
 def print_recall(rows: dict[str, Count], stages: list[str]) -> None:
@@ -357,8 +368,8 @@ def main() -> None:
     from orig_local.presets import load_preset
 
     preset = load_preset(args.preset)
-    kwargs = (preset.serve.mm_processor_kwargs if preset.serve else {}) or {}
-    max_pixels = int(kwargs.get("max_pixels", DEFAULT_MAX_PIXELS))
+    # the preset's pixel cap as the agent and the cost plan read it (ServeSpec.max_pixels)
+    max_pixels = (preset.serve.max_pixels if preset.serve else None) or DEFAULT_MAX_PIXELS
     counter = load_counter()
     header("Backbone input tokens per prompt on realistic evidence (deterministic; no spread)",
            preset=args.preset, max_pixels=max_pixels, text_counter=counter.name, prompts=args.prompts)

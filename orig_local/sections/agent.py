@@ -83,10 +83,12 @@ class AgentConfig(StrictModel):
     # closest to the query, its sub-questions, what is missing and the visual attributes the
     # filter extracts, in page order within the budget; "head": the page's beginning (before
     # issue 22: facts past the first ~12k characters of a long page were never seen).
-    # 600: ~4 passages of ~600 characters, the best-ranked; the paper's accumulation input
-    # (Table 6: 3,599 tokens for all of a prompt's pages) is ~400 a page. 800 before: the same
-    # gold-fact recall on bench_cost.py, ~340 more tokens per round.
-    max_page_tokens: int = Field(600, ge=100)
+    # 520 backbone tokens: ~2,200 characters, 3-4 passages of ~600, the best-ranked; the paper's
+    # accumulation input (Table 6: 3,599 tokens for all of a prompt's pages) is ~400 a page.
+    # 600 before, which held ~2,100 characters when counted with the 3.5-characters-a-token
+    # estimate but ~2,600 with the real tokenizer a run next to its backbone loads (8,057 input
+    # tokens a round on bench_cost.py, over the 8,000 goal); 800 before that: the same recall.
+    max_page_tokens: int = Field(520, ge=100)
     page_text: Literal["passages", "head"] = "passages"
     images: StageImages = Field(default_factory=StageImages)
     # Consolidate K into a deduplicated summary after each round (one backbone call); off =
