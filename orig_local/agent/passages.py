@@ -4,10 +4,11 @@ A page of 20-60k characters does not fit a filter call's budget (``max_page_toke
 its head loses every fact past the first few thousand words; here the page is cut into passages
 (paragraphs, long ones split at sentence ends), every passage is scored with BM25 (the
 passages being the corpus; the page reader's tokenizer and scoring,
-:mod:`orig_local.retrieval.passages`, so both rank a page alike) against the query, the round's sub-questions, what the last sufficiency check found missing and the
-visual attributes the filter is told to extract, and the best are kept within the budget,
-then put back in page order so the text reads as the page does. What was left out is reported
-(count of passages and characters) for the trace.
+:mod:`orig_local.retrieval.passages`, so both rank a page alike) against the query, the
+round's sub-questions, what the last sufficiency check found missing and the visual attributes
+the filter is told to extract, and the best are kept within the budget, then put back in page
+order so the text reads as the page does. What was left out is reported (count of passages and
+characters) for the trace.
 """
 
 from __future__ import annotations
