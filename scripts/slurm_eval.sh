@@ -12,7 +12,10 @@
 #
 # Each task serves its own backbone/judge with `orig serve` on its node (a free local port),
 # unless BACKBONE_URL / JUDGE_URL name a shared endpoint (e.g. one data-parallel vLLM for all
-# tasks: docs/scale.md), or is "none" (conditions that need no server, e.g. direct).
+# tasks: docs/scale.md), or is "none". What a condition needs comes from the package
+# (`orig conditions NAME --get FIELD`), never from its name: a condition that uses no backbone
+# (direct) serves none for the agent phase, and the retrieval phase runs only for conditions that
+# retrieve, so a new entry in orig_local/conditions.py needs no edit here.
 # Settings (environment):
 #   DATA, OUT                 benchmark data and the final run folder (required)
 #   SHARDS=8                  array size = number of shards
@@ -21,7 +24,8 @@
 #   BENCHMARK=figeval  CONDITION=orig  GENERATOR=qwen-image-edit-2509
 #   BACKBONE_PRESET=qwen2.5-vl-72b  JUDGE_PRESET=qwen2.5-vl-72b
 #   BACKBONE_URL / JUDGE_URL  shared endpoints (.../v1), or "none"; default: serve on the node
-#   PHASES="agent generate judge retrieval"   (retrieval is skipped for conditions that do not retrieve)
+#   PHASES="agent generate judge retrieval"   (retrieval is skipped for conditions that retrieve
+#                             nothing: `orig conditions` lists which do)
 #   LABEL=$(basename $OUT)    the run's name in reports
 #   ORIG="orig"               the orig command (e.g. "python -m orig_local", or with --offline)
 #   EXTRA_ARGS=""             more `orig eval` arguments for every phase (e.g. "-s agent.max_rounds=3")
@@ -68,7 +72,7 @@ serve() {
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
       log "orig serve $preset failed:"; cat "$log_file.orig" >&2; exit 1
     fi
-    sleep 5
+    sleep 1  # a grep a second is nothing beside a model load, and a quick server is not kept waiting
   done
 }
 
@@ -80,6 +84,12 @@ stop_server() {
   SERVER_PID=""
 }
 trap stop_server EXIT
+
+# One property of $CONDITION (true/false for booleans). A plain assignment of its output stops the
+# script (set -e) on an unknown condition instead of reading it as "false".
+condition_get() {
+  "${ORIG_CMD[@]}" conditions "$CONDITION" --get "$1"
+}
 
 # `orig eval` for one phase; $1 = phase, $2 = shard "i/n", the rest = extra arguments.
 eval_shard() {
@@ -131,6 +141,7 @@ with_server() {
 
 case "$MODE" in
   submit)
+    condition_get uses_backbone >/dev/null  # an unknown condition fails here, not in every task
     mkdir -p "$SHARD_ROOT/logs"
     read -r -a SB <<< "${SBATCH_ARGS:-}"
     jid="$(sbatch --parsable ${SBATCH_ARGS:+"${SB[@]}"} --array="0-$((SHARDS - 1))" \
@@ -144,16 +155,21 @@ case "$MODE" in
     SHARD="${SLURM_ARRAY_TASK_ID:?not an array task: use the submit mode, or set SLURM_ARRAY_TASK_ID}"
     RUN="$SHARD_ROOT/shard-$SHARD"
     mkdir -p "$RUN" "$SHARD_ROOT/logs"
-    log "shard $SHARD/$SHARDS -> $RUN (phases: $PHASES)"
+    USES_BACKBONE="$(condition_get uses_backbone)"
+    RETRIEVES="$(condition_get retrieves)"
+    log "shard $SHARD/$SHARDS -> $RUN (phases: $PHASES; $CONDITION: backbone $USES_BACKBONE, retrieves $RETRIEVES)"
     for phase in $PHASES; do
       case "$phase" in
         agent)
-          if [[ "$CONDITION" == "direct" ]]; then eval_phase agent  # the raw prompt: no backbone
+          if [[ "$USES_BACKBONE" == "false" ]]; then eval_phase agent  # e.g. direct: the raw prompt
           else with_server agent backbone "$BACKBONE_PRESET" "${BACKBONE_URL:-}"; fi ;;
         generate)
           generate ;;  # in-process, one GPU per process
         judge|retrieval)
-          if [[ "$phase" == "retrieval" && "$CONDITION" != orig* ]]; then continue; fi
+          # orig eval refuses --phase retrieval for a condition without evidence of its own
+          if [[ "$phase" == "retrieval" && "$RETRIEVES" == "false" ]]; then
+            log "skipping phase retrieval: $CONDITION retrieves nothing"; continue
+          fi
           with_server "$phase" judge "$JUDGE_PRESET" "${JUDGE_URL:-}" ;;
         *) log "unknown phase $phase"; exit 2 ;;
       esac

@@ -150,13 +150,13 @@ def test_served_backbones_report_prefix_cache_hits():
 
 
 def test_bm25_prefers_the_passage_that_answers_and_needs_no_optional_dependency():
-    from orig_local.agent.passages import bm25_scores
+    from orig_local.retrieval.passages import bm25_scores
 
-    passages = ["The harbour board audited the budget in 1902.",
+    passages = ["Harbour board audited budget in 1902.",
                 "The lighthouse tower is painted in teal and orange spiral bands.",
                 "The lighthouse keeper's cottage was sold in 1950."]
     scores = bm25_scores(passages, "What colour bands does the lighthouse tower have?")
-    assert max(range(3), key=lambda i: scores[i]) == 1 and scores[0] == 0
+    assert scores[1] > scores[2] > scores[0] == 0
     assert bm25_scores(["a b"], "") == [0]
 
 

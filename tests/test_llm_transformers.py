@@ -4,6 +4,7 @@ generate), and agreement with the server path on the same request."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 from conftest import tiny_model
@@ -108,3 +109,51 @@ async def test_reply_cut_at_max_tokens_is_marked_like_a_server_does(tiny_judge):
 
     with pytest.raises(ReplyTruncatedError, match="max_tokens=1"):
         await tiny_judge.chat([user(BLUE, QUESTION)], schema=Explained, max_tokens=1)
+
+
+async def test_a_reference_file_is_decoded_once_until_it_changes(tiny_judge, tmp_path, monkeypatch):
+    """One prompt sends the same reference picture in several requests: the file is decoded
+    once; rewritten (a blue picture where a red one was), it is read again, so the tiny judge,
+    which answers by colour, sees the new picture."""
+    from PIL import Image as PILImage
+
+    path = tmp_path / "reference.png"
+    Image.new("RGB", (1024, 768), (230, 20, 20)).save(path)
+    opened = []
+    real_open = PILImage.open
+    monkeypatch.setattr(PILImage, "open", lambda fp, *a, **k: opened.append(str(fp)) or real_open(fp, *a, **k))
+    first = await tiny_judge.chat([user(path, f"{QUESTION} (filter)")])
+    second = await tiny_judge.chat([user(path, f"{QUESTION} (refinement)")])
+    assert (first.text, second.text) == ("true", "true")
+    assert opened.count(str(path)) == 1  # the second request did not read the file
+    before = (tiny_judge.images.decodes - 1, tiny_judge.images.hits - 1)
+
+    Image.new("RGB", (1024, 768), (20, 20, 230)).save(path)
+    stat = path.stat()  # a rewrite within the clock's tick could keep the mtime: move it on
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    third = await tiny_judge.chat([user(path, f"{QUESTION} (extension)")])
+    assert third.text == "false"  # the new picture, not the kept red one
+    assert opened.count(str(path)) == 2 and tiny_judge.images.decodes == before[0] + 2
+    assert tiny_judge.images.pixels <= tiny_judge.images.max_pixels
+
+
+def test_decoded_pictures_are_bounded_by_pixels_least_recently_used_out(tmp_path):
+    from orig_local.llm.imagecache import DecodedImages
+
+    paths = []
+    for i in range(4):
+        paths.append(tmp_path / f"{i}.png")
+        Image.new("RGB", (1024, 768), (i, i, i)).save(paths[-1])
+    files = DecodedImages(max_pixels=3 * 1024 * 768)  # room for three
+    for p in paths[:3]:
+        files.get(p)
+    files.get(paths[0])  # used again: now the most recent
+    files.get(paths[3])  # over the bound: the least recently used (1.png) goes
+    assert files.pixels == 3 * 1024 * 768 and files.decodes == 4
+    assert files.get(paths[0]).getpixel((0, 0)) == (0, 0, 0) and files.decodes == 4  # kept
+    files.get(paths[1])
+    assert files.decodes == 5  # read again
+    huge = DecodedImages(max_pixels=1024 * 768 - 1)  # a picture over the whole bound is never kept
+    huge.get(paths[0])
+    huge.get(paths[0])
+    assert huge.decodes == 2 and huge.pixels == 0

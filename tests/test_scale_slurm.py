@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from orig_local.conditions import CONDITIONS, ConditionSpec
 from orig_local.evaluation.rundir import read_phase
 
 pytestmark = pytest.mark.timeout(600)
@@ -94,3 +95,79 @@ def test_script_is_shellcheck_clean():
     proc = subprocess.run(["shellcheck", str(SCRIPT), str(REPO / "scripts" / "serve_vllm.sh")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+# Two conditions that are not in CONDITIONS, with names that say nothing of what they need: the
+# script must read their properties from the package (a new entry needs no script edit).
+_NEW_CONDITIONS = (ConditionSpec("raw_copy", "the raw prompt again", uses_backbone=False),
+                   ConditionSpec("rag_text", "text retrieval under another name", modalities=("text",)))
+
+
+def _fake_orig(tmp_path: Path) -> tuple[Path, Path]:
+    """An `orig` that records each call: `conditions` is the real command (with the two new
+    conditions added), `serve` prints ready and waits to be stopped, `eval` only records; and an
+    `sbatch` beside it that only records."""
+    calls = tmp_path / "orig-calls.jsonl"
+    fake = tmp_path / "bin" / "orig"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys, time\n"
+        f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "if 'conditions' in sys.argv:\n"
+        "    from orig_local.conditions import CONDITIONS, ConditionSpec\n"
+        f"    CONDITIONS.update((c.name, c) for c in ({', '.join(map(repr, _NEW_CONDITIONS))},))\n"
+        "    from orig_local.cli import main\n"
+        "    sys.exit(main(sys.argv[1:]))\n"
+        "if 'serve' in sys.argv:\n"
+        "    print('ready: fake', flush=True)\n"
+        "    time.sleep(600)\n")
+    fake.chmod(0o755)
+    sbatch = fake.parent / "sbatch"
+    sbatch.write_text(f"#!/bin/sh\necho '[\"sbatch\"]' >> {calls}\necho 1000\n")
+    sbatch.chmod(0o755)
+    return fake, calls
+
+
+def _phases_run(calls: Path) -> dict[str, list[str]]:
+    """phase -> the `orig eval` arguments it was run with; 'serve' -> the presets served."""
+    out: dict[str, list[str]] = {"serve": []}
+    for line in calls.read_text().splitlines():
+        argv = json.loads(line)
+        if "serve" in argv:
+            out["serve"].append(argv[argv.index("--preset") + 1])
+        elif "eval" in argv:
+            out[argv[argv.index("--phase") + 1]] = argv
+    return out
+
+
+@pytest.mark.parametrize("name", [*CONDITIONS, *(c.name for c in _NEW_CONDITIONS)])
+def test_each_condition_gets_the_servers_and_phases_it_needs(tmp_path, name):
+    spec = {**CONDITIONS, **{c.name: c for c in _NEW_CONDITIONS}}[name]
+    fake, calls = _fake_orig(tmp_path)
+    env = _env(tmp_path, SLURM_ARRAY_TASK_ID="0", CONDITION=name, ORIG=str(fake), PHASES="agent judge retrieval",
+               BACKBONE_URL="http://backbone.invalid/v1", JUDGE_URL="http://judge.invalid/v1")
+    proc = _script(env, "shard", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ran = _phases_run(calls)
+    assert ("backbone.base_url=http://backbone.invalid/v1" in ran["agent"]) == spec.uses_backbone
+    assert "judge.base_url=http://judge.invalid/v1" in ran["judge"]
+    assert ("retrieval" in ran) == spec.retrieves  # orig eval refuses the phase otherwise
+    if spec.retrieves:
+        assert "judge.base_url=http://judge.invalid/v1" in ran["retrieval"]
+
+    # served on the node (no shared URL): a backbone server only for a condition that uses one
+    calls.unlink()
+    env = {**env, "PHASES": "agent", "BACKBONE_URL": ""}
+    proc = _script(env, "shard", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _phases_run(calls)["serve"] == (["qwen2.5-vl-72b"] if spec.uses_backbone else [])
+
+
+def test_unknown_condition_stops_before_anything_runs(tmp_path):
+    fake, calls = _fake_orig(tmp_path)
+    env = _env(tmp_path, CONDITION="orig_text", ORIG=str(fake), SLURM_ARRAY_TASK_ID="0",
+               PATH=f"{fake.parent}:{os.environ['PATH']}")
+    for mode in ("shard", "submit"):
+        proc = _script(env, mode, cwd=tmp_path)
+        assert proc.returncode == 2 and "unknown condition 'orig_text'" in proc.stderr
+        assert all("conditions" in json.loads(line) for line in calls.read_text().splitlines())  # no eval, serve, sbatch

@@ -3,19 +3,20 @@
 A page of 20-60k characters does not fit a filter call's budget (``max_page_tokens``). Cutting
 its head loses every fact past the first few thousand words; here the page is cut into passages
 (paragraphs, long ones split at sentence ends), every passage is scored with BM25 (the
-passages being the corpus; the tokenizer of the package's corpus index) against
-the query, the round's sub-questions, what the last sufficiency check found missing and the
-visual attributes the filter is told to extract, and the best are kept within the budget,
-then put back in page order so the text reads as the page does. What was left out is reported
-(count of passages and characters) for the trace.
+passages being the corpus; the page reader's tokenizer and scoring,
+:mod:`orig_local.retrieval.passages`, so both rank a page alike) against the query, the
+round's sub-questions, what the last sufficiency check found missing and the visual attributes
+the filter is told to extract, and the best are kept within the budget, then put back in page
+order so the text reads as the page does. What was left out is reported (count of passages and
+characters) for the trace.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from orig_local.agent.budget import TokenCounter, truncate_to_tokens
+from orig_local.retrieval.passages import bm25_scores, ranked, split_paragraphs
 
 # What the text filter is asked to extract (appearance, colours, materials, parts, numbers,
 # positions, dates): generic words of those kinds help BM25 prefer a passage that describes the
@@ -27,8 +28,6 @@ VISUAL_TERMS = (
     "glass metal concrete marble sandstone granite roof dome tower wall walls window windows door "
     "stair staircase top base front side left right above below beside height tall wide long metres "
     "feet size round square hexagonal octagonal spiral number count pairs legs wings")
-_PARAGRAPH = re.compile(r"\n\s*\n")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 PASSAGE_CHARS = 600  # ~130 tokens: small enough to skip filler, large enough to keep context
 
 
@@ -45,45 +44,9 @@ class Selection:
 
 
 def split_passages(text: str, size: int = PASSAGE_CHARS) -> list[str]:
-    """Paragraphs; one longer than ``size`` is split at sentence ends into pieces of about
-    ``size`` characters (a single sentence longer than that stays whole)."""
-    out: list[str] = []
-    for para in _PARAGRAPH.split(text):
-        para = " ".join(para.split())
-        if not para:
-            continue
-        if len(para) <= size:
-            out.append(para)
-            continue
-        piece = ""
-        for sentence in _SENTENCE_END.split(para):
-            if piece and len(piece) + len(sentence) + 1 > size:
-                out.append(piece)
-                piece = sentence
-            else:
-                piece = f"{piece} {sentence}".strip()
-        if piece:
-            out.append(piece)
-    return out
-
-
-def bm25_scores(passages: list[str], query: str, k1: float = 1.5, b: float = 0.75) -> list[float]:
-    """Okapi BM25 of each passage for ``query``, the passages being the corpus, with the
-    tokenizer of the package's corpus index (:func:`orig_local.retrieval.corpus.tokenize`).
-    In plain Python: a page has tens of passages, and this needs no optional dependency."""
-    import math
-    from collections import Counter
-
-    from orig_local.retrieval.corpus import tokenize
-
-    docs = [Counter(tokenize(p)) for p in passages]
-    lengths = [sum(d.values()) for d in docs]
-    mean = (sum(lengths) / len(docs)) or 1.0
-    df: Counter[str] = Counter(t for d in docs for t in d)
-    terms = set(tokenize(query))
-    idf = {t: math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) for t in terms if df[t]}
-    return [sum(idf[t] * d[t] * (k1 + 1) / (d[t] + k1 * (1 - b + b * n / mean)) for t in idf if t in d)
-            for d, n in zip(docs, lengths, strict=True)]
+    """The filter's passages: paragraphs, a long one split at sentence ends into pieces of about
+    ``size`` characters (:func:`orig_local.retrieval.passages.split_paragraphs`)."""
+    return split_paragraphs(text, size)
 
 
 def select_passages(text: str, question: str, max_tokens: int, counter: TokenCounter) -> Selection:
@@ -95,9 +58,8 @@ def select_passages(text: str, question: str, max_tokens: int, counter: TokenCou
     passages = split_passages(text)
     if not passages:
         return Selection("", 0, 0, 0)
-    scores = bm25_scores(passages, f"{question} {VISUAL_TERMS}")
     # best first; ties (e.g. no query word anywhere) keep page order, i.e. the head
-    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
+    order = ranked(bm25_scores(passages, f"{question} {VISUAL_TERMS}"))
     chosen: list[int] = []
     used = 0
     for i in order:

@@ -15,6 +15,7 @@ import sys
 COMMANDS = {
     "config": "orig_local.cli.config_cmd",
     "models": "orig_local.cli.models",
+    "conditions": "orig_local.cli.conditions_cmd",
     "search": "orig_local.cli.search",
     "corpus": "orig_local.cli.corpus_cmd",
     "snapshot": "orig_local.cli.snapshot_cmd",

@@ -96,7 +96,21 @@ def is_transport_error(error: BaseException | str | None) -> bool:
     A refused request (:class:`ChatRequestRefused`) is not one: its server answered."""
     if isinstance(error, BaseException):
         return isinstance(error, TRANSPORT_ERRORS) and not isinstance(error, NOT_TRANSPORT)
-    return bool(error) and str(error).startswith(tuple(f"{c.__name__}:" for c in TRANSPORT_ERRORS))
+    return bool(error) and str(error).startswith(tuple(f"{c.__name__}:" for c in _transport_classes()))
+
+
+def _transport_classes() -> list[type[ChatError]]:
+    """TRANSPORT_ERRORS and their subclasses (a scripted backbone out of replies, defined in
+    llm/scripted.py), less NOT_TRANSPORT: a record's text names the class that was raised. The
+    text is classified in the process that raised it, where that subclass is imported."""
+    found: list[type[ChatError]] = []
+    todo: list[type[ChatError]] = list(TRANSPORT_ERRORS)
+    while todo:
+        cls = todo.pop()
+        if cls not in found and not issubclass(cls, NOT_TRANSPORT):
+            found.append(cls)
+            todo.extend(cls.__subclasses__())
+    return found
 
 
 class StructuredOutputError(ChatError):

@@ -18,14 +18,17 @@ from pathlib import Path
 import yaml
 
 from orig_local.errors import DataError
-from orig_local.llm.base import BaseChatModel, ChatError, Completion, Message, Usage
+from orig_local.llm.base import BaseChatModel, ChatConnectionError, ChatError, Completion, Message, Usage
 from orig_local.llm.config import ChatConfig
 
 Reply = str | Callable[[list[Message], object], str]
 
 
-class ScriptExhausted(RuntimeError):
-    """More requests than scripted replies (with ``cycle=False``)."""
+class ScriptExhausted(ChatConnectionError):
+    """More requests than scripted replies (with ``cycle=False``). A backbone that answers no
+    more, like a server gone: the stage that asked records it and the item fails (a transport
+    failure: exit 1, ``--retry-errors`` reruns it); ``chat()`` still raises it, so a test sees
+    a request it did not script."""
 
 
 class NoScriptedReply(ChatError):
@@ -58,7 +61,10 @@ class ScriptedChatModel(BaseChatModel):
             del self.requests[: len(self.requests) - self.keep_requests]
         if self._next >= len(self.replies):
             if not self.cycle or not self.replies:
-                raise ScriptExhausted(f"scripted model has no reply #{self._next + 1}")
+                self._next += 1  # each later request says its own number
+                n, source = len(self.replies), f"script {self.config.script}" if self.config.script else "scripted model"
+                raise ScriptExhausted(f"the {source} has {n} repl{'y' if n == 1 else 'ies'} and this is request "
+                                      f"#{self._next} (one reply per request sent, retries included)")
             self._next = 0
         reply = self.replies[self._next]
         self._next += 1

@@ -16,6 +16,7 @@ import asyncio
 import gc
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from orig_local._lazy import require
@@ -28,6 +29,7 @@ from orig_local.llm.base import (
     with_schema_instruction,
 )
 from orig_local.llm.config import ChatConfig
+from orig_local.llm.imagecache import DecodedImages
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +57,16 @@ def pick_dtype(requested: str, device: str):
         raise ChatError(f"unknown dtype {requested!r}; use auto, bfloat16, float16 or float32") from None
 
 
-def message_to_hf(message: Message) -> dict[str, Any]:
-    """A :class:`Message` in the processor's chat format (images as PIL)."""
+def message_to_hf(message: Message, files: DecodedImages | None = None) -> dict[str, Any]:
+    """A :class:`Message` in the processor's chat format (images as PIL). A picture given as a
+    file path comes from ``files`` (decoded once while the file is unchanged) when given."""
+    def picture(part):
+        if files is not None and isinstance(part.source, Path):
+            return files.get(part.source)
+        return part.to_pil()
+
     content = [
-        {"type": "text", "text": p} if isinstance(p, str) else {"type": "image", "image": p.to_pil()}
+        {"type": "text", "text": p} if isinstance(p, str) else {"type": "image", "image": picture(p)}
         for p in message.parts
     ]
     return {"role": message.role, "content": content}
@@ -95,6 +103,7 @@ class TransformersChatModel(BaseChatModel):
             self.model.to(self.device)
         self.model.eval()
         self._lock = threading.Lock()  # one generate at a time, across event loops and threads
+        self.images = DecodedImages()  # a reference file sent in several requests is decoded once
         self._sample_calls = 0
 
     @property
@@ -104,12 +113,12 @@ class TransformersChatModel(BaseChatModel):
     async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs) -> Completion:
         if schema is not None:
             messages = with_schema_instruction(messages, schema)
-        hf_messages = [message_to_hf(m) for m in messages]
-        return await asyncio.to_thread(self._generate, hf_messages, temperature, max_tokens, logprobs)
+        return await asyncio.to_thread(self._generate, messages, temperature, max_tokens, logprobs)
 
-    def _generate(self, hf_messages, temperature: float, max_tokens: int, logprobs: int | None) -> Completion:
+    def _generate(self, messages, temperature: float, max_tokens: int, logprobs: int | None) -> Completion:
         import torch
 
+        hf_messages = [message_to_hf(m, self.images) for m in messages]  # decoding: off the event loop
         inputs = self.processor.apply_chat_template(
             hf_messages, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt",
         )
@@ -145,6 +154,7 @@ class TransformersChatModel(BaseChatModel):
         model = self.__dict__.pop("model", None)
         if model is None:
             return
+        self.images = DecodedImages()  # the decoded pictures go with the model
         del model
         gc.collect()
         if self.device.startswith("cuda"):

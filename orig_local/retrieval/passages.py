@@ -11,7 +11,9 @@ in document order, marking each gap with :data:`GAP`:
 * without one, against the page title (what the page is about); with neither, the head is kept;
 * passages that match nothing fill the remaining budget in document order.
 
-Pure Python, no index: it runs in the parse workers, on one page at a time.
+Pure Python, no index: it runs in the parse workers, on one page at a time. The text filter
+(:mod:`orig_local.agent.passages`) ranks a page's passages with the same tokenizer, BM25 and
+ranking here, within its token budget instead of a character cap.
 """
 
 from __future__ import annotations
@@ -19,45 +21,65 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 GAP = "[…]"  # stands where passages were left out, so the backbone knows text is missing
 PASSAGE_CHARS = 700  # consecutive lines are grouped up to about this many characters
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+", re.UNICODE)  # one token per CJK character
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 K1, B = 1.2, 0.75  # the usual BM25 constants
 
 
 def tokens(text: str) -> list[str]:
+    """Lower-case word tokens, one per CJK character (a script without spaces still matches)."""
     return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def _pack(units: Iterable[str], target: int, sep: str) -> list[str]:
+    """Consecutive units joined by ``sep`` into passages of up to ~``target`` characters; a unit
+    longer than that is a passage of its own."""
+    passages: list[str] = []
+    current = ""
+    for unit in units:
+        if current and len(current) + len(sep) + len(unit) > target:
+            passages.append(current)
+            current = unit
+        else:
+            current = f"{current}{sep}{unit}" if current else unit
+    if current:
+        passages.append(current)
+    return passages
 
 
 def split_passages(text: str, target: int = PASSAGE_CHARS) -> list[str]:
     """Consecutive non-empty lines grouped into passages of up to ~``target`` characters (a
     line longer than that is a passage of its own; a short line such as a heading joins the
-    lines after it)."""
-    passages: list[str] = []
-    current: list[str] = []
-    size = 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if current and size + len(line) > target:
-            passages.append("\n".join(current))
-            current, size = [], 0
-        current.append(line)
-        size += len(line) + 1
-    if current:
-        passages.append("\n".join(current))
-    return passages
+    lines after it). The reader's split: its text is one paragraph per line."""
+    return _pack((line for line in text.splitlines() if line.strip()), target, "\n")
+
+
+def split_paragraphs(text: str, target: int) -> list[str]:
+    """Paragraphs (blank-line separated, whitespace collapsed), each its own passage; one longer
+    than ``target`` is split at sentence ends into pieces of about ``target`` characters (a
+    single sentence longer than that stays whole)."""
+    out: list[str] = []
+    for para in _PARAGRAPH.split(text):
+        para = " ".join(para.split())
+        if para:
+            out += _pack(_SENTENCE_END.split(para), target, " ") if len(para) > target else [para]
+    return out
 
 
 def bm25_scores(passages: list[str], query: str) -> list[float]:
-    """BM25 of each passage for ``query``, the passages of one page as the collection."""
+    """BM25 of each passage for ``query``, the passages of one page as the collection; a
+    passage's length in characters (language-neutral)."""
     terms = set(tokens(query))
-    if not terms:
+    if not terms or not passages:
         return [0.0] * len(passages)
     counts = [Counter(t for t in tokens(p) if t in terms) for p in passages]
-    lengths = [max(1, len(p)) for p in passages]  # characters: language-neutral length
+    lengths = [max(1, len(p)) for p in passages]
     mean = sum(lengths) / len(lengths)
     n = len(passages)
     df = Counter(t for c in counts for t in c)
@@ -69,6 +91,19 @@ def bm25_scores(passages: list[str], query: str) -> list[float]:
     return scores
 
 
+def ranked(scores: list[float]) -> list[int]:
+    """Passage indices best first, equal scores in page order (so with no match anywhere, the
+    head first). Only the passages that match are sorted (:func:`orig_local.retrieval.topk.top_k`);
+    the rest, score 0, follow in page order: most of a long page matches no query word."""
+    import numpy as np
+
+    from orig_local.retrieval.topk import top_k
+
+    matching = [i for i, s in enumerate(scores) if s > 0]
+    rest = [i for i, s in enumerate(scores) if not s > 0]
+    return [int(i) for i in top_k(np.asarray(scores), len(matching))] + rest if matching else rest
+
+
 def select_passages(text: str, max_chars: int, query: str | None = None, title: str | None = None) -> str:
     """``text`` if it fits in ``max_chars``; else its lead plus the passages that best match
     ``query`` (or ``title``), in document order, gaps marked with :data:`GAP`."""
@@ -77,8 +112,7 @@ def select_passages(text: str, max_chars: int, query: str | None = None, title: 
     passages = split_passages(text)
     if not passages:
         return text[:max_chars]
-    scores = bm25_scores(passages, query or title or "")
-    order = [0] + sorted(range(1, len(passages)), key=lambda i: (-scores[i], i))
+    order = [0] + [i for i in ranked(bm25_scores(passages, query or title or "")) if i]
     kept: set[int] = set()
     used = len(GAP) + 1  # a trailing gap line
     for i in order:
