@@ -136,3 +136,30 @@ def test_merge_streams_rows_and_links_images(tmp_path):
     assert sorted(ids) == [f"item_{i:06d}" for i in range(6)] and len(set(ids)) == 6
     merged = tmp_path / "merged" / "images" / "item_000005.png"
     assert merged.stat().st_ino == (b / "images" / "item_000005.png").stat().st_ino  # a link, not a copy
+
+
+def test_galleries_of_a_study_hold_one_reloaded_run_at_a_time(tmp_path, monkeypatch):
+    """Each compacted run is reloaded for its gallery; the previous run's rows must be gone
+    before the next one loads (a loop variable kept them: two runs' rows at the peak, +760 MB
+    over one run at 50k items). Counted with weak references, not timed or sized."""
+    import gc
+    import weakref
+
+    from orig_local.evaluation.report_runs import _RunLoader
+
+    runs = [write_run(tmp_path / "runs" / f"r{k}", 30, seed=k, images=False) for k in range(3)]
+    reloaded: list[weakref.ref] = []
+    alive_before_reload: list[int] = []
+    real_reload = _RunLoader.reload
+
+    def reload(self, run):
+        gc.collect()
+        alive_before_reload.append(sum(ref() is not None for ref in reloaded))
+        full = real_reload(self, run)
+        reloaded.append(weakref.ref(full))
+        return full
+
+    monkeypatch.setattr(_RunLoader, "reload", reload)
+    paths = build_report(runs, tmp_path / "rep", n_boot=20)
+    assert alive_before_reload == [0, 0, 0], alive_before_reload
+    assert all(paths[f"gallery:r{k}"].is_file() for k in range(3))
