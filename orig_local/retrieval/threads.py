@@ -25,7 +25,7 @@ built); strings are built only for the few largest groups, so the cost is linear
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import sys
 from typing import Any
 
 # Elements that wrap a post's body on real forums and Q&A sites.
@@ -48,40 +48,79 @@ FIRST_CHECKED = 3       # members looked at before rendering a whole group
 WITHIN_SHARE = 0.9      # share of a post's three-word runs found in trafilatura's text: it is there
 
 
-@dataclass
 class _Group:
-    members: list[Any] = field(default_factory=list)
-    chars: int = 0
-    links: int = 0
+    """The elements of one (tag, class) group in document order; its members are the outermost
+    of them, found as far as asked (most groups are dropped after their first few)."""
+
+    def __init__(self, els: list[Any]):
+        self.els = els
+        self._outer = [els[0]]  # nothing before the first element of a group can hold it
+        self._seen = 1
+
+    def members(self, upto: int | None = None) -> list[Any]:
+        """The first ``upto`` outermost members (all: None). The last outermost member is the
+        only one a later element can be inside (members between the two would be inside it
+        too), so one ancestor check each."""
+        while self._seen < len(self.els) and (upto is None or len(self._outer) < upto):
+            el, last = self.els[self._seen], self._outer[-1]
+            if not any(a is last for a in el.iterancestors(last.tag)):
+                self._outer.append(el)
+            self._seen += 1
+        return self._outer if upto is None else self._outer[:upto]
 
 
-def _measure(root: Any) -> dict[tuple[str, str], _Group]:
-    """Outermost members of each (tag, class) group, with their text and link lengths."""
+def _groups(root: Any, least: float) -> list[_Group]:
+    """The (tag, class) groups with two or more outermost members and possibly ``least``
+    characters of text, in the order they first appear; no element walked in Python. lxml's C
+    iteration with a tag filter visits the container elements only (not the links, spans and
+    paragraphs that make up most of a page), and an upper bound of each group's text
+    (:func:`_has_text`) leaves out the menus, user boxes and dates before anything is measured."""
+    by_key: dict[tuple[str, str], list[Any]] = {}
+    for el in root.iter(*_CONTAINERS):
+        key = _group_key(el, el.tag)
+        if key is not None:
+            by_key.setdefault(key, []).append(el)
+    groups = [_Group(els) for els in by_key.values() if len(els) >= 2 and _has_text(els, least)]
+    return [g for g in groups if len(g.members(2)) == 2]
+
+
+def _has_text(els: list[Any], least: float) -> bool:
+    """Whether the elements may hold ``least`` characters of text: their whole text, serialised
+    in C, is an upper bound (:func:`own_size` counts each of those text nodes stripped and none
+    under a script or the like; a nested element's text counts twice here)."""
     from lxml import etree
 
-    sizes: dict[Any, tuple[int, int]] = {}
-    groups: dict[tuple[str, str], _Group] = {}
-    open_count: dict[tuple[str, str], int] = {}
-    outer: set[Any] = set()
-    for event, el in etree.iterwalk(root, events=("start", "end")):
-        tag = el.tag if isinstance(el.tag, str) else ""
-        key = _group_key(el, tag) if tag in _CONTAINERS else None
-        if event == "start":
-            if key is not None:
-                if not open_count.get(key):
-                    outer.add(el)
-                open_count[key] = open_count.get(key, 0) + 1
-            continue
-        chars, links = own_size(el, sizes, _SKIP, forget=True)
-        sizes[el] = (chars, links)
-        if key is not None:
-            open_count[key] -= 1
-            if el in outer:
-                group = groups.setdefault(key, _Group())
-                group.members.append(el)
-                group.chars += chars
-                group.links += links
-    return groups
+    total = 0
+    for el in els:
+        total += len(etree.tostring(el, method="text", encoding=str, with_tail=False))
+        if total >= least:
+            return True
+    return False
+
+
+def _end_key(el: Any) -> tuple[int, ...]:
+    """Where ``el`` ends, comparable between elements: its path of child positions from the
+    root, then a number above any position (an element ends after everything it holds)."""
+    path = [sys.maxsize]
+    parent = el.getparent()
+    while parent is not None:
+        path.append(parent.index(el))
+        el, parent = parent, parent.getparent()
+    return tuple(reversed(path))
+
+
+def _size(members: list[Any]) -> tuple[int, int]:
+    """(text characters, characters inside links) of a group: one bottom-up walk of each member."""
+    from lxml import etree
+
+    chars = links = 0
+    for member in members:
+        sizes: dict[Any, tuple[int, int]] = {}
+        for _, el in etree.iterwalk(member, events=("end",)):
+            sizes[el] = own_size(el, sizes, _SKIP, forget=True)
+        c, k = sizes[member]
+        chars, links = chars + c, links + k
+    return chars, links
 
 
 def _group_key(el: Any, tag: str) -> tuple[str, str] | None:
@@ -160,6 +199,53 @@ def _within(words: list[str], main_shingles: set[tuple[str, ...]], main_words: s
     return len(shingles & main_shingles) >= WITHIN_SHARE * len(shingles)
 
 
+class _Main:
+    """trafilatura's text as members are compared with it, and each member's text, rendered
+    once (the first members are read before the group is measured, and again with the rest)."""
+
+    def __init__(self, main_text: str):
+        self.text = main_text
+        self.chars = len(_flat(main_text))
+        self._shingles: set[tuple[str, ...]] | None = None  # built for a page with a candidate group only
+        self._words: set[str] = set()
+        self._rendered: dict[Any, str] = {}
+
+    def render(self, member: Any) -> str:
+        if member not in self._rendered:
+            self._rendered[member] = render(member)
+        return self._rendered[member]
+
+    def holds(self, words: list[str]) -> bool:
+        if self._shingles is None:
+            main = self.text.split()
+            self._shingles, self._words = _shingles(main), set(main)
+        return _within(words, self._shingles, self._words)
+
+    def leads(self, members: list[Any]) -> bool:
+        """Whether one of a group's first members is in the text. trafilatura keeps the first
+        post when it keeps any (it takes the first match), so a group none of whose first
+        members it kept is not the posts (comments, say): a few renders instead of all."""
+        return any(self.holds(self.render(m).split()) for m in members[:FIRST_CHECKED])
+
+
+def _checked_groups(root: Any, main: _Main, least: float) -> list[list[Any]]:
+    """The groups worth reading, largest first: two or more outermost members, ``least``
+    characters of text or more, few of them in links; the ``GROUPS_CHECKED`` largest.
+
+    Most pages have no group with that much text, and an upper bound (C-level string values)
+    tells without a walk. Where no more than ``GROUPS_CHECKED`` groups are left, no cut is to be
+    made, so a group whose first members trafilatura dropped is out whatever its size and is
+    not measured; the result is the same as measuring all of them."""
+    groups = _groups(root, least)
+    if len(groups) <= GROUPS_CHECKED:
+        groups = [g for g in groups if main.leads(g.members(FIRST_CHECKED))]
+    groups.sort(key=lambda g: _end_key(g.els[0]))  # ties in size keep the order the groups end in
+    sized = [(g, *_size(g.members())) for g in groups]
+    kept = sorted(((g, c) for g, c, k in sized if c >= least and k <= MAX_LINK_SHARE * c),
+                  key=lambda gc: gc[1], reverse=True)
+    return [g.members() for g, _ in kept[:GROUPS_CHECKED]]
+
+
 def all_posts(root: Any, main_text: str) -> str | None:
     """The posts of a thread page, without what surrounds each, or None for a page that is no
     thread. Two shapes: ``main_text`` (trafilatura's) holds some posts and misses others, or it
@@ -169,26 +255,20 @@ def all_posts(root: Any, main_text: str) -> str | None:
     Where several groups qualify (``div.post`` > ``div.postbody`` > ``div.content`` nest, and
     each holds the posts), the one of densest prose wins: the body alone, without the dates,
     user boxes and signatures around it, which are short lines."""
-    main = main_text.split()
-    if not main:
+    if not main_text.split():
         return None
-    main_shingles, main_words, main_chars = _shingles(main), set(main), len(_flat(main_text))
+    main = _Main(main_text)
     # a group with less text than its share of trafilatura's needs no strings built (user boxes,
     # dates and signatures are groups too); 0.75: the two measures count whitespace differently
-    least = max(MIN_GROUP_CHARS, 0.75 * MIN_SHARE_OF_MAIN * main_chars)
-    groups = [g for g in _measure(root).values()
-              if len(g.members) >= 2 and g.chars >= least and g.links <= MAX_LINK_SHARE * g.chars]
+    least = max(MIN_GROUP_CHARS, 0.75 * MIN_SHARE_OF_MAIN * main.chars)
     found: list[tuple[list[str], list[list[str]], bool]] = []  # texts, their words, all inside
-    for group in sorted(groups, key=lambda g: g.chars, reverse=True)[:GROUPS_CHECKED]:
-        # trafilatura keeps the first post when it keeps any (it takes the first match), so a
-        # group none of whose first members is in its text is not the posts (comments, say):
-        # that costs a few renders instead of all
-        if not any(_within(render(m).split(), main_shingles, main_words) for m in group.members[:FIRST_CHECKED]):
+    for group in _checked_groups(root, main, least):
+        if not main.leads(group):  # read already, unless more than GROUPS_CHECKED were measured
             continue
-        texts = [t for t in (render(m) for m in group.members) if t]
+        texts = [t for t in (main.render(m) for m in group) if t]
         words = [t.split() for t in texts]
-        inside = [t for t, w in zip(texts, words, strict=True) if _within(w, main_shingles, main_words)]
-        if inside and sum(len(_flat(t)) for t in inside) >= MIN_SHARE_OF_MAIN * main_chars and (
+        inside = [t for t, w in zip(texts, words, strict=True) if main.holds(w)]
+        if inside and sum(len(_flat(t)) for t in inside) >= MIN_SHARE_OF_MAIN * main.chars and (
                 len(inside) < len(texts) or len(texts) >= MIN_POSTS_ALL_INSIDE):
             found.append((texts, words, len(inside) == len(texts)))
     if not found:
