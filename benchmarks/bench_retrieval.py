@@ -28,9 +28,11 @@ import argparse
 import asyncio
 import random
 import statistics
+from collections.abc import Callable
+from typing import Any
 
 import _bench  # noqa: F401  (puts this checkout on sys.path)
-from _bench import figure, footer, header, measure, print_timing
+from _bench import Samples, figure, footer, header, measure, print_timing
 from _extraction import DATA, load_extractor, load_pages, score, trafilatura_plain
 
 # The page reader's extraction under test, as "module:name". When reader.py exposes a pure
@@ -74,15 +76,11 @@ def extraction_section(args) -> None:
 
 def speed_section(title: str, htmls: list[str], extractors, url: str, args, goal: bool) -> None:
     print(f"\n### Extraction speed: {title}\n")
+    n = args.loops * len(htmls)
+    runs = {name: (lambda fn=fn: [fn(html, url) for _ in range(args.loops) for html in htmls])
+            for name, fn in extractors.items()}
     cpu_per_page: dict[str, list[float]] = {}
-    for name, fn in extractors.items():
-        def run(fn=fn):
-            for _ in range(args.loops):
-                for html in htmls:
-                    fn(html, url)
-
-        n = args.loops * len(htmls)
-        samples = measure(run, repeats=args.repeats, warmup=1)
+    for name, samples in paired_rounds(runs, args.repeats).items():
         print_timing(name, samples, items=n,
                      per_core_goal=GOAL_PAGES_PER_CORE if goal and name == "reader" else None)
         cpu_per_page[name] = [c / n for c in samples.cpu]
@@ -93,6 +91,21 @@ def speed_section(title: str, htmls: list[str], extractors, url: str, args, goal
            higher_is_better=False, note="same pages, timed apart: steadier than the ratio on a loaded machine")
     figure("apparatus pruning + dense-block check / trafilatura CPU", dense_rule_share(htmls, args.repeats), "%",
            higher_is_better=False, note="same pages, timed apart")
+
+
+def paired_rounds(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, Samples]:
+    """Each function timed ``repeats`` times, the rounds interleaved (and the order alternated
+    from round to round), so that round i of each ran under the same load: on a shared machine
+    a ratio of two blocks timed one after the other reads the load change, not the code."""
+    out = {name: Samples() for name in runs}
+    for fn in runs.values():
+        measure(fn, repeats=1, warmup=1)  # warm-up (imports, caches), untimed
+    names = list(runs)
+    for i in range(repeats):
+        for name in names if i % 2 == 0 else names[::-1]:
+            one = measure(runs[name], repeats=1, warmup=0)
+            out[name].add(one.wall[0], one.cpu[0], one.results[0])
+    return out
 
 
 def post_rule_share(htmls: list[str], repeats: int) -> list[float]:
