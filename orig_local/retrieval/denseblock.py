@@ -51,10 +51,9 @@ MIN_PARAGRAPH = 25       # readability's shortest scored paragraph
 MAX_LINK_DENSITY = 0.25  # share of a block's text inside links above which it is navigation
 KEY_CHARS = 20           # leading characters that find the element a line came from
 LEAD_SCAN = 200          # raw characters normalised to find an element's leading ones
-# elements whose own text (lxml's .text: the text nodes before the first child node) may have
-# KEY_CHARS characters; a second text node is rare (lxml merges them) but would count too
-_OWN_TEXT = (f"descendant-or-self::*[node()[1][self::text()] and (string-length(node()[1]) >= {KEY_CHARS}"
-             " or node()[2][self::text()])]")
+# text nodes that may begin an element's own text of KEY_CHARS characters or more (lxml's .text
+# joins a run of adjacent text nodes: rare, as the parser merges them, but counted too)
+_OWN_TEXT = f"descendant::text()[string-length() >= {KEY_CHARS} or following-sibling::node()[1][self::text()]]"
 PROSE_LINE = 80          # a line this long is a paragraph, not a stock note, button or date
 MIN_PROSE_KEPT = 0.75    # share of trafilatura's paragraphs the fallback must keep
 
@@ -127,12 +126,14 @@ def _keeps_prose(text: str, lines: list[str]) -> bool:
 
 def _line_sources(tree: Any, text: str) -> list[tuple[Any, int]]:
     """(element, characters) for the lines of ``text`` whose leading characters begin an
-    element's own text: a dict lookup per line. Only elements whose own text may be long enough
-    reach Python (lxml's XPath picks those whose first child node is text of ``KEY_CHARS`` or
-    more, or text followed by more text), and only the head of each is normalised (a page's
-    stylesheet or JSON state runs to tens of KB)."""
+    element's own text: a dict lookup per line. Only text nodes that may be long enough reach
+    Python (lxml's XPath picks them, no element visited in Python), and only the head of each
+    element's text is normalised (a page's stylesheet or JSON state runs to tens of KB)."""
     starts: dict[str, Any] = {}
-    for el in tree.xpath(_OWN_TEXT):
+    for node in tree.xpath(_OWN_TEXT):
+        if not node.is_text:  # a tail: text after an element, not the start of one's own text
+            continue
+        el = node.getparent()
         lead = _lead(el.text)
         if len(lead) >= KEY_CHARS:
             starts.setdefault(lead, el)
