@@ -39,6 +39,7 @@ _SKIP = frozenset({"script", "style", "noscript", "template", "nav", "header", "
 _BLOCK = frozenset({"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
                     "table", "blockquote", "pre", "section", "article", "dd", "dt", "hr"})
 _SPACE = re.compile(r"\s+")
+_ANY_COMMENT = "boolean(descendant::comment() | descendant::processing-instruction())"
 _DIGITS = re.compile(r"\d+")
 
 MIN_GROUP_CHARS = 200   # a group with less text than a short paragraph is page furniture
@@ -159,13 +160,24 @@ def own_size(el: Any, sizes: dict[Any, tuple[int, int]], skip: frozenset[str], *
 
 def render(el: Any) -> str:
     """An element's text, one line per block (paragraph, list item, line break, heading)."""
+    return _walk(el)[0]
+
+
+def _walk(el: Any) -> tuple[str, int, int]:
+    """:func:`render`'s text, and the element's (text characters, characters inside links) as
+    :func:`own_size` counts them, from one walk: a group's size costs nothing beside reading
+    it. (lxml walks elements only: a comment's tail is in neither; :func:`_checked_groups`
+    measures a tree holding comments with :func:`_size`.)"""
     from lxml import etree
 
     parts: list[str] = []
     skip_depth = 0
+    open_sizes: list[list[int]] = []  # [chars, links] of each element open on the way down
+    size = (0, 0)
     for event, node in etree.iterwalk(el, events=("start", "end")):
         tag = node.tag if isinstance(node.tag, str) else ""
         if event == "start":
+            open_sizes.append([len((node.text or "").strip()), 0])
             if skip_depth or tag in _SKIP or not tag:
                 skip_depth += 1
                 continue
@@ -173,6 +185,11 @@ def render(el: Any) -> str:
                 parts.append("\n")
             parts.append(node.text or "")
             continue
+        chars, links = open_sizes.pop()
+        size = (0, 0) if not tag or tag in _SKIP else (chars, chars if tag == "a" else links)
+        if open_sizes:
+            open_sizes[-1][0] += size[0] + len((node.tail or "").strip())
+            open_sizes[-1][1] += size[1]
         if skip_depth:
             skip_depth -= 1
             if skip_depth:  # still inside a skipped element
@@ -182,11 +199,17 @@ def render(el: Any) -> str:
         if node is not el:
             parts.append(node.tail or "")
     lines = (" ".join(line.split()) for line in "".join(parts).split("\n"))
-    return "\n".join(line for line in lines if line)
+    return "\n".join(line for line in lines if line), *size
 
 
 def _flat(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
+
+
+def _flat_len(words: list[str]) -> int:
+    """``len(_flat(text))`` for the words of ``text``: joined by single spaces (str.split and
+    ``\\s`` agree on what whitespace is), with no string built."""
+    return sum(map(len, words)) + len(words) - 1 if words else 0
 
 
 def _shingles(words: list[str]) -> set[tuple[str, ...]]:
@@ -204,32 +227,43 @@ def _within(words: list[str], main_shingles: set[tuple[str, ...]], main_words: s
 
 
 class _Main:
-    """trafilatura's text as members are compared with it, and each member's text, rendered
-    once (the first members are read before the group is measured, and again with the rest)."""
+    """trafilatura's text as members are compared with it, and each member read once (text,
+    text characters, link characters): the first members are read before a group is measured,
+    and again with the rest."""
 
-    def __init__(self, main_text: str):
+    def __init__(self, root: Any, main_text: str):
         self.text = main_text
         self.chars = len(_flat(main_text))
-        self._shingles: set[tuple[str, ...]] | None = None  # built for a page with a candidate group only
-        self._words: set[str] = set()
-        self._rendered: dict[Any, str] = {}
+        self._index: tuple[set[tuple[str, ...]], set[str]] | None = None  # built only when a group is read
+        self._read: dict[Any, tuple[str, int, int]] = {}
+        self._root = root
+        self._comments: bool | None = None  # whether the tree holds comments: asked when a group is measured
 
-    def render(self, member: Any) -> str:
-        if member not in self._rendered:
-            self._rendered[member] = render(member)
-        return self._rendered[member]
+    def read(self, member: Any) -> tuple[str, int, int]:
+        if member not in self._read:
+            self._read[member] = _walk(member)
+        return self._read[member]
 
     def holds(self, words: list[str]) -> bool:
-        if self._shingles is None:
+        if self._index is None:
             main = self.text.split()
-            self._shingles, self._words = _shingles(main), set(main)
-        return _within(words, self._shingles, self._words)
+            self._index = _shingles(main), set(main)
+        return _within(words, *self._index)
 
     def leads(self, members: list[Any]) -> bool:
         """Whether one of a group's first members is in the text. trafilatura keeps the first
         post when it keeps any (it takes the first match), so a group none of whose first
         members it kept is not the posts (comments, say): a few renders instead of all."""
-        return any(self.holds(self.render(m).split()) for m in members[:FIRST_CHECKED])
+        return any(self.holds(self.read(m)[0].split()) for m in members[:FIRST_CHECKED])
+
+    def size(self, members: list[Any]) -> tuple[int, int]:
+        """(text characters, characters inside links) of a group, as :func:`own_size` counts."""
+        if self._comments is None:
+            self._comments = bool(self._root.xpath(_ANY_COMMENT))
+        if self._comments:  # own_size counts a comment's tail, which no walk sees
+            return _size(members)
+        reads = [self.read(m) for m in members]
+        return sum(r[1] for r in reads), sum(r[2] for r in reads)
 
 
 def _checked_groups(root: Any, main: _Main, least: float) -> list[list[Any]]:
@@ -244,7 +278,7 @@ def _checked_groups(root: Any, main: _Main, least: float) -> list[list[Any]]:
     if len(groups) <= GROUPS_CHECKED:
         groups = [g for g in groups if main.leads(g.members(FIRST_CHECKED))]
     groups.sort(key=lambda g: _end_key(g.els[0]))  # ties in size keep the order the groups end in
-    sized = [(g, *_size(g.members())) for g in groups]
+    sized = [(g, *main.size(g.members())) for g in groups]
     kept = sorted(((g, c) for g, c, k in sized if c >= least and k <= MAX_LINK_SHARE * c),
                   key=lambda gc: gc[1], reverse=True)
     return [g.members() for g, _ in kept[:GROUPS_CHECKED]]
@@ -261,7 +295,7 @@ def all_posts(root: Any, main_text: str) -> str | None:
     user boxes and signatures around it, which are short lines."""
     if not main_text.split():
         return None
-    main = _Main(main_text)
+    main = _Main(root, main_text)
     # a group with less text than its share of trafilatura's needs no strings built (user boxes,
     # dates and signatures are groups too); 0.75: the two measures count whitespace differently
     least = max(MIN_GROUP_CHARS, 0.75 * MIN_SHARE_OF_MAIN * main.chars)
@@ -269,10 +303,10 @@ def all_posts(root: Any, main_text: str) -> str | None:
     for group in _checked_groups(root, main, least):
         if not main.leads(group):  # read already, unless more than GROUPS_CHECKED were measured
             continue
-        texts = [t for t in (main.render(m) for m in group) if t]
+        texts = [t for t in (main.read(m)[0] for m in group) if t]
         words = [t.split() for t in texts]
-        inside = [t for t, w in zip(texts, words, strict=True) if main.holds(w)]
-        if inside and sum(len(_flat(t)) for t in inside) >= MIN_SHARE_OF_MAIN * main.chars and (
+        inside = [w for w in words if main.holds(w)]
+        if inside and sum(map(_flat_len, inside)) >= MIN_SHARE_OF_MAIN * main.chars and (
                 len(inside) < len(texts) or len(texts) >= MIN_POSTS_ALL_INSIDE):
             found.append((texts, words, len(inside) == len(texts)))
     if not found:
