@@ -61,17 +61,40 @@ class _Group:
         self.els = els
         self._outer = [els[0]]  # nothing before the first element of a group can hold it
         self._seen = 1
+        self._all = set(els)
+
+    def _next_outer(self) -> bool:
+        """Find the next outermost member; False when there is none. An element is inside a
+        member when one of its ancestors is in the group: the walk up stops at the first (the
+        parent, in a chain of nested replies), so it is short either way."""
+        while self._seen < len(self.els):
+            el = self.els[self._seen]
+            self._seen += 1
+            if not any(a in self._all for a in el.iterancestors(el.tag)):
+                self._outer.append(el)
+                return True
+        return False
 
     def members(self, upto: int | None = None) -> list[Any]:
-        """The first ``upto`` outermost members (all: None). The last outermost member is the
-        only one a later element can be inside (members between the two would be inside it
-        too), so one ancestor check each."""
-        while self._seen < len(self.els) and (upto is None or len(self._outer) < upto):
-            el, last = self.els[self._seen], self._outer[-1]
-            if not any(a is last for a in el.iterancestors(last.tag)):
-                self._outer.append(el)
-            self._seen += 1
+        """The first ``upto`` outermost members (all: None)."""
+        while (upto is None or len(self._outer) < upto) and self._next_outer():
+            pass
         return self._outer if upto is None else self._outer[:upto]
+
+    def has_text(self, least: float) -> bool:
+        """Whether the members may hold ``least`` characters of text: their whole text,
+        serialised in C, is an upper bound (:func:`own_size` counts each of those text nodes
+        stripped, and none under a script or the like). Members are found only as far as
+        needed."""
+        from lxml import etree
+
+        total, i = 0, 0
+        while i < len(self._outer) or self._next_outer():
+            total += len(etree.tostring(self._outer[i], method="text", encoding=str, with_tail=False))
+            if total >= least:
+                return True
+            i += 1
+        return False
 
 
 def _groups(root: Any, least: float) -> list[_Group]:
@@ -79,28 +102,15 @@ def _groups(root: Any, least: float) -> list[_Group]:
     characters of text, in the order they first appear; no element walked in Python. lxml's C
     iteration with a tag filter visits the container elements only (not the links, spans and
     paragraphs that make up most of a page), and an upper bound of each group's text
-    (:func:`_has_text`) leaves out the menus, user boxes and dates before anything is measured."""
+    (:meth:`_Group.has_text`) leaves out the menus, user boxes and dates before anything is
+    measured."""
     by_key: dict[tuple[str, str], list[Any]] = {}
     for el in root.iter(*_CONTAINERS):
         key = _group_key(el, el.tag)
         if key is not None:
             by_key.setdefault(key, []).append(el)
-    groups = [_Group(els) for els in by_key.values() if len(els) >= 2 and _has_text(els, least)]
-    return [g for g in groups if len(g.members(2)) == 2]
-
-
-def _has_text(els: list[Any], least: float) -> bool:
-    """Whether the elements may hold ``least`` characters of text: their whole text, serialised
-    in C, is an upper bound (:func:`own_size` counts each of those text nodes stripped and none
-    under a script or the like; a nested element's text counts twice here)."""
-    from lxml import etree
-
-    total = 0
-    for el in els:
-        total += len(etree.tostring(el, method="text", encoding=str, with_tail=False))
-        if total >= least:
-            return True
-    return False
+    groups = [_Group(els) for els in by_key.values() if len(els) >= 2]
+    return [g for g in groups if g.has_text(least) and len(g.members(2)) == 2]
 
 
 def _end_key(el: Any) -> tuple[int, ...]:
