@@ -22,8 +22,9 @@ Cost: on most pages no group can be the posts, and that is told without a Python
 tree: lxml's C iteration visits the container elements only, a C-serialised upper bound of
 each group's text drops the groups too small to be a share of trafilatura's, and a group none of
 whose first members is in trafilatura's text is dropped before it is measured. Only the groups
-left are measured (one bottom-up walk of their members) and rendered, so the cost is linear in
-the page and small beside trafilatura's (``benchmarks/bench_retrieval.py`` prints the share).
+left are read, each member once: one walk renders it and counts its text and link characters.
+The cost is linear in the page and small beside trafilatura's (``benchmarks/bench_retrieval.py``
+prints the share).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ _DIGITS = re.compile(r"\d+")
 MIN_GROUP_CHARS = 200   # a group with less text than a short paragraph is page furniture
 MAX_LINK_SHARE = 0.3    # menus, tag clouds and link lists repeat too; posts are text
 MIN_SHARE_OF_MAIN = 0.4  # the posts found must be most of trafilatura's text (the rest: user boxes)
-GROUPS_CHECKED = 8      # largest groups by text; strings are built for these only
+GROUPS_CHECKED = 8      # largest groups by text; only these are compared with trafilatura's text
 MIN_POSTS_ALL_INSIDE = 3  # all posts already in trafilatura's text: a thread, not two text boxes
 PROSE_LINE = 100        # a line this long is a paragraph, not a user box, date or signature
 MAX_PROSE_OUTSIDE = 0.1  # share of the posts' text that may stand outside them as prose
