@@ -186,20 +186,24 @@ def _walk(el: Any) -> tuple[str, int, int]:
     open_sizes: list[list[int]] = []  # [chars, links] of each element open on the way down
     size = (0, 0)
     for event, node in etree.iterwalk(el, events=("start", "end")):
-        tag = node.tag if isinstance(node.tag, str) else ""
+        tag = node.tag
+        if not isinstance(tag, str):
+            tag = ""
         if event == "start":
-            open_sizes.append([len((node.text or "").strip()), 0])
+            text = node.text or ""  # read once: each read copies the string out of the tree
+            open_sizes.append([len(text.strip()), 0])
             if skip_depth or tag in _SKIP or not tag:
                 skip_depth += 1
                 continue
             if tag in _BLOCK:
                 parts.append("\n")
-            parts.append(node.text or "")
+            parts.append(text)
             continue
         chars, links = open_sizes.pop()
         size = (0, 0) if not tag or tag in _SKIP else (chars, chars if tag == "a" else links)
+        tail = (node.tail or "") if open_sizes else ""  # the walked element's own tail is no part of it
         if open_sizes:
-            open_sizes[-1][0] += size[0] + len((node.tail or "").strip())
+            open_sizes[-1][0] += size[0] + len(tail.strip())
             open_sizes[-1][1] += size[1]
         if skip_depth:
             skip_depth -= 1
@@ -207,8 +211,7 @@ def _walk(el: Any) -> tuple[str, int, int]:
                 continue
         elif tag in _BLOCK:
             parts.append("\n")
-        if node is not el:
-            parts.append(node.tail or "")
+        parts.append(tail)
     lines = (" ".join(line.split()) for line in "".join(parts).split("\n"))
     return "\n".join(line for line in lines if line), *size
 
