@@ -28,9 +28,10 @@ import argparse
 import asyncio
 import random
 import statistics
+from collections.abc import Callable
 
 import _bench  # noqa: F401  (puts this checkout on sys.path)
-from _bench import figure, footer, header, measure, print_timing
+from _bench import Samples, figure, footer, header, measure, print_timing
 from _extraction import DATA, load_extractor, load_pages, score, trafilatura_plain
 
 # The page reader's extraction under test, as "module:name". When reader.py exposes a pure
@@ -74,25 +75,45 @@ def extraction_section(args) -> None:
 
 def speed_section(title: str, htmls: list[str], extractors, url: str, args, goal: bool) -> None:
     print(f"\n### Extraction speed: {title}\n")
+    n = args.loops * len(htmls)
     cpu_per_page: dict[str, list[float]] = {}
-    for name, fn in extractors.items():
-        def run(fn=fn):
-            for _ in range(args.loops):
-                for html in htmls:
-                    fn(html, url)
-
-        n = args.loops * len(htmls)
-        samples = measure(run, repeats=args.repeats, warmup=1)
+    for name, samples in paired_rounds(extractors, htmls, url, args.loops, args.repeats).items():
         print_timing(name, samples, items=n,
                      per_core_goal=GOAL_PAGES_PER_CORE if goal and name == "reader" else None)
         cpu_per_page[name] = [c / n for c in samples.cpu]
     ratio = [r / t for r, t in zip(cpu_per_page["reader"], cpu_per_page["trafilatura"], strict=True)]
     figure("reader CPU / trafilatura CPU", ratio, "x", goal=1.0 if goal else None, higher_is_better=False,
-           note="paired rounds")
+           note="paired rounds, the two taking turns page by page")
     figure("post-sequence rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats), "%",
            higher_is_better=False, note="same pages, timed apart: steadier than the ratio on a loaded machine")
     figure("apparatus pruning + dense-block check / trafilatura CPU", dense_rule_share(htmls, args.repeats), "%",
            higher_is_better=False, note="same pages, timed apart")
+
+
+def paired_rounds(extractors: dict[str, Callable[[str, str], str]], htmls: list[str], url: str,
+                  loops: int, repeats: int) -> dict[str, Samples]:
+    """Per round, each extractor's wall and CPU time over ``loops`` passes of ``htmls``, the
+    extractors taking turns page by page (who goes first alternating), so that both ran under
+    the same load to within one page's time: on a shared machine two blocks timed one after the
+    other (a round of one, then a round of the other) read the change of load as much as the code."""
+    import time
+
+    names = list(extractors)
+    for name in names:  # warm-up (imports, caches), untimed
+        for html in htmls:
+            extractors[name](html, url)
+    out = {name: Samples() for name in names}
+    for _ in range(repeats):
+        cpu, wall = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
+        for k, html in enumerate(html for _ in range(loops) for html in htmls):
+            for name in names if k % 2 == 0 else names[::-1]:
+                c0, w0 = time.process_time(), time.perf_counter()
+                extractors[name](html, url)
+                cpu[name] += time.process_time() - c0
+                wall[name] += time.perf_counter() - w0
+        for name in names:
+            out[name].add(wall[name], cpu[name])
+    return out
 
 
 def post_rule_share(htmls: list[str], repeats: int) -> list[float]:
@@ -332,7 +353,7 @@ def topk_section(args) -> None:
     print_timing("full stable argsort", full, items=1)
     print_timing("top_k (argpartition)", part, items=1)
     figure("speed-up (full sort CPU / top_k CPU)", [f / p for f, p in zip(full.cpu, part.cpu, strict=True)], "x",
-           note="paired rounds")
+           note="paired rounds, the two taking turns page by page")
     print(f"  identical indices: {'yes' if same else 'NO - a defect'}")
     if not same:
         raise SystemExit("top_k disagrees with the full sort")

@@ -50,6 +50,10 @@ _TRAILING_BRACKETS = re.compile(r"\s*\[[^\]]{0,60}\]\s*$")
 MIN_PARAGRAPH = 25       # readability's shortest scored paragraph
 MAX_LINK_DENSITY = 0.25  # share of a block's text inside links above which it is navigation
 KEY_CHARS = 20           # leading characters that find the element a line came from
+LEAD_SCAN = 200          # raw characters normalised to find an element's leading ones
+# text nodes that may begin an element's own text of KEY_CHARS characters or more (lxml's .text
+# joins a run of adjacent text nodes: rare, as the parser merges them, but counted too)
+_OWN_TEXT = f"descendant::text()[string-length() >= {KEY_CHARS} or following-sibling::node()[1][self::text()]]"
 PROSE_LINE = 80          # a line this long is a paragraph, not a stock note, button or date
 MIN_PROSE_KEPT = 0.75    # share of trafilatura's paragraphs the fallback must keep
 
@@ -122,14 +126,17 @@ def _keeps_prose(text: str, lines: list[str]) -> bool:
 
 def _line_sources(tree: Any, text: str) -> list[tuple[Any, int]]:
     """(element, characters) for the lines of ``text`` whose leading characters begin an
-    element's own text: one pass over the tree, a dict lookup per line."""
+    element's own text: a dict lookup per line. Only text nodes that may be long enough reach
+    Python (lxml's XPath picks them, no element visited in Python), and only the head of each
+    element's text is normalised (a page's stylesheet or JSON state runs to tens of KB)."""
     starts: dict[str, Any] = {}
-    for el in tree.iter():
-        if not isinstance(el.tag, str):
+    for node in tree.xpath(_OWN_TEXT):
+        if not node.is_text:  # a tail: text after an element, not the start of one's own text
             continue
-        own = _norm(el.text)
-        if len(own) >= KEY_CHARS:
-            starts.setdefault(own[:KEY_CHARS], el)
+        el = node.getparent()
+        lead = _lead(el.text)
+        if len(lead) >= KEY_CHARS:
+            starts.setdefault(lead, el)
     found = []
     for line in text.splitlines():
         line = line.lstrip("-| ").strip()
@@ -137,6 +144,15 @@ def _line_sources(tree: Any, text: str) -> list[tuple[Any, int]]:
         if el is not None:
             found.append((el, len(line)))
     return found
+
+
+def _lead(raw: str) -> str:
+    """``_norm(raw)[:KEY_CHARS]``, normalising only a head of ``raw`` where that gives enough
+    (the normalised head is a prefix of the normalised whole)."""
+    head = _norm(raw[:LEAD_SCAN])
+    if len(head) < KEY_CHARS and len(raw) > LEAD_SCAN:
+        head = _norm(raw)
+    return head[:KEY_CHARS]
 
 
 def _common_ancestor(elements: list[Any]) -> Any:

@@ -18,14 +18,19 @@ page is a sequence of posts and its main text is every member, in document order
 with reader comments is left alone: trafilatura's text is the article, which is no comment, so
 no comment group makes up a share of it.
 
-One pass over the tree measures every element's text and link length (bottom-up, no string
-built); strings are built only for the few largest groups, so the cost is linear in the page.
+Cost: on most pages no group can be the posts, and that is told without a Python walk of the
+tree: lxml's C iteration visits the container elements only, a C-serialised upper bound of
+each group's text drops the groups too small to be a share of trafilatura's, and a group none of
+whose first members is in trafilatura's text is dropped before it is measured. Only the groups
+left are read, each member once: one walk renders it and counts its text and link characters.
+The cost is linear in the page and small beside trafilatura's (``benchmarks/bench_retrieval.py``
+prints the share).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import sys
 from typing import Any
 
 # Elements that wrap a post's body on real forums and Q&A sites.
@@ -35,12 +40,13 @@ _SKIP = frozenset({"script", "style", "noscript", "template", "nav", "header", "
 _BLOCK = frozenset({"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
                     "table", "blockquote", "pre", "section", "article", "dd", "dt", "hr"})
 _SPACE = re.compile(r"\s+")
+_ANY_COMMENT = "boolean(descendant::comment() | descendant::processing-instruction())"
 _DIGITS = re.compile(r"\d+")
 
 MIN_GROUP_CHARS = 200   # a group with less text than a short paragraph is page furniture
 MAX_LINK_SHARE = 0.3    # menus, tag clouds and link lists repeat too; posts are text
 MIN_SHARE_OF_MAIN = 0.4  # the posts found must be most of trafilatura's text (the rest: user boxes)
-GROUPS_CHECKED = 8      # largest groups by text; strings are built for these only
+GROUPS_CHECKED = 8      # largest groups by text; only these are compared with trafilatura's text
 MIN_POSTS_ALL_INSIDE = 3  # all posts already in trafilatura's text: a thread, not two text boxes
 PROSE_LINE = 100        # a line this long is a paragraph, not a user box, date or signature
 MAX_PROSE_OUTSIDE = 0.1  # share of the posts' text that may stand outside them as prose
@@ -48,40 +54,89 @@ FIRST_CHECKED = 3       # members looked at before rendering a whole group
 WITHIN_SHARE = 0.9      # share of a post's three-word runs found in trafilatura's text: it is there
 
 
-@dataclass
 class _Group:
-    members: list[Any] = field(default_factory=list)
-    chars: int = 0
-    links: int = 0
+    """The elements of one (tag, class) group in document order; its members are the outermost
+    of them, found as far as asked (most groups are dropped after their first few)."""
+
+    def __init__(self, els: list[Any]):
+        self.els = els
+        self._outer = [els[0]]  # nothing before the first element of a group can hold it
+        self._seen = 1
+        self._all = set(els)
+
+    def _next_outer(self) -> bool:
+        """Find the next outermost member; False when there is none. An element is inside a
+        member when one of its ancestors is in the group: the walk up stops at the first (the
+        parent, in a chain of nested replies), so it is short either way."""
+        while self._seen < len(self.els):
+            el = self.els[self._seen]
+            self._seen += 1
+            if not any(a in self._all for a in el.iterancestors(el.tag)):
+                self._outer.append(el)
+                return True
+        return False
+
+    def members(self, upto: int | None = None) -> list[Any]:
+        """The first ``upto`` outermost members (all: None)."""
+        while (upto is None or len(self._outer) < upto) and self._next_outer():
+            pass
+        return self._outer if upto is None else self._outer[:upto]
+
+    def has_text(self, least: float) -> bool:
+        """Whether the members may hold ``least`` characters of text: their whole text,
+        serialised in C, is an upper bound (:func:`own_size` counts each of those text nodes
+        stripped, and none under a script or the like). Members are found only as far as
+        needed."""
+        from lxml import etree
+
+        total, i = 0, 0
+        while i < len(self._outer) or self._next_outer():
+            total += len(etree.tostring(self._outer[i], method="text", encoding=str, with_tail=False))
+            if total >= least:
+                return True
+            i += 1
+        return False
 
 
-def _measure(root: Any) -> dict[tuple[str, str], _Group]:
-    """Outermost members of each (tag, class) group, with their text and link lengths."""
+def _groups(root: Any, least: float) -> list[_Group]:
+    """The (tag, class) groups with two or more outermost members and possibly ``least``
+    characters of text, in the order they first appear; no element walked in Python. lxml's C
+    iteration with a tag filter visits the container elements only (not the links, spans and
+    paragraphs that make up most of a page), and an upper bound of each group's text
+    (:meth:`_Group.has_text`) leaves out the menus, user boxes and dates before anything is
+    measured."""
+    by_key: dict[tuple[str, str], list[Any]] = {}
+    for el in root.iter(*_CONTAINERS):
+        key = _group_key(el, el.tag)
+        if key is not None:
+            by_key.setdefault(key, []).append(el)
+    groups = [_Group(els) for els in by_key.values() if len(els) >= 2]
+    return [g for g in groups if g.has_text(least) and len(g.members(2)) == 2]
+
+
+def _end_key(el: Any) -> tuple[int, ...]:
+    """Where ``el`` ends, comparable between elements: its path of child positions from the
+    root, then a number above any position (an element ends after everything it holds)."""
+    path = [sys.maxsize]
+    parent = el.getparent()
+    while parent is not None:
+        path.append(parent.index(el))
+        el, parent = parent, parent.getparent()
+    return tuple(reversed(path))
+
+
+def _size(members: list[Any]) -> tuple[int, int]:
+    """(text characters, characters inside links) of a group: one bottom-up walk of each member."""
     from lxml import etree
 
-    sizes: dict[Any, tuple[int, int]] = {}
-    groups: dict[tuple[str, str], _Group] = {}
-    open_count: dict[tuple[str, str], int] = {}
-    outer: set[Any] = set()
-    for event, el in etree.iterwalk(root, events=("start", "end")):
-        tag = el.tag if isinstance(el.tag, str) else ""
-        key = _group_key(el, tag) if tag in _CONTAINERS else None
-        if event == "start":
-            if key is not None:
-                if not open_count.get(key):
-                    outer.add(el)
-                open_count[key] = open_count.get(key, 0) + 1
-            continue
-        chars, links = own_size(el, sizes, _SKIP, forget=True)
-        sizes[el] = (chars, links)
-        if key is not None:
-            open_count[key] -= 1
-            if el in outer:
-                group = groups.setdefault(key, _Group())
-                group.members.append(el)
-                group.chars += chars
-                group.links += links
-    return groups
+    chars = links = 0
+    for member in members:
+        sizes: dict[Any, tuple[int, int]] = {}
+        for _, el in etree.iterwalk(member, events=("end",)):
+            sizes[el] = own_size(el, sizes, _SKIP, forget=True)
+        c, k = sizes[member]
+        chars, links = chars + c, links + k
+    return chars, links
 
 
 def _group_key(el: Any, tag: str) -> tuple[str, str] | None:
@@ -116,34 +171,59 @@ def own_size(el: Any, sizes: dict[Any, tuple[int, int]], skip: frozenset[str], *
 
 def render(el: Any) -> str:
     """An element's text, one line per block (paragraph, list item, line break, heading)."""
+    return _walk(el)[0]
+
+
+def _walk(el: Any) -> tuple[str, int, int]:
+    """:func:`render`'s text, and the element's (text characters, characters inside links) as
+    :func:`own_size` counts them, from one walk: a group's size costs nothing beside reading
+    it. (lxml walks elements only: a comment's tail is in neither; :func:`_checked_groups`
+    measures a tree holding comments with :func:`_size`.)"""
     from lxml import etree
 
     parts: list[str] = []
     skip_depth = 0
+    open_sizes: list[list[int]] = []  # [chars, links] of each element open on the way down
+    size = (0, 0)
     for event, node in etree.iterwalk(el, events=("start", "end")):
-        tag = node.tag if isinstance(node.tag, str) else ""
+        tag = node.tag
+        if not isinstance(tag, str):
+            tag = ""
         if event == "start":
+            text = node.text or ""  # read once: each read copies the string out of the tree
+            open_sizes.append([len(text.strip()), 0])
             if skip_depth or tag in _SKIP or not tag:
                 skip_depth += 1
                 continue
             if tag in _BLOCK:
                 parts.append("\n")
-            parts.append(node.text or "")
+            parts.append(text)
             continue
+        chars, links = open_sizes.pop()
+        size = (0, 0) if not tag or tag in _SKIP else (chars, chars if tag == "a" else links)
+        tail = (node.tail or "") if open_sizes else ""  # the walked element's own tail is no part of it
+        if open_sizes:
+            open_sizes[-1][0] += size[0] + len(tail.strip())
+            open_sizes[-1][1] += size[1]
         if skip_depth:
             skip_depth -= 1
             if skip_depth:  # still inside a skipped element
                 continue
         elif tag in _BLOCK:
             parts.append("\n")
-        if node is not el:
-            parts.append(node.tail or "")
+        parts.append(tail)
     lines = (" ".join(line.split()) for line in "".join(parts).split("\n"))
-    return "\n".join(line for line in lines if line)
+    return "\n".join(line for line in lines if line), *size
 
 
 def _flat(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
+
+
+def _flat_len(words: list[str]) -> int:
+    """``len(_flat(text))`` for the words of ``text``: joined by single spaces (str.split and
+    ``\\s`` agree on what whitespace is), with no string built."""
+    return sum(map(len, words)) + len(words) - 1 if words else 0
 
 
 def _shingles(words: list[str]) -> set[tuple[str, ...]]:
@@ -160,6 +240,64 @@ def _within(words: list[str], main_shingles: set[tuple[str, ...]], main_words: s
     return len(shingles & main_shingles) >= WITHIN_SHARE * len(shingles)
 
 
+class _Main:
+    """trafilatura's text as members are compared with it, and each member read once (text,
+    text characters, link characters): the first members are read before a group is measured,
+    and again with the rest."""
+
+    def __init__(self, root: Any, main_text: str):
+        self.text = main_text
+        self.chars = len(_flat(main_text))
+        self._index: tuple[set[tuple[str, ...]], set[str]] | None = None  # built only when a group is read
+        self._read: dict[Any, tuple[str, int, int]] = {}
+        self._root = root
+        self._comments: bool | None = None  # whether the tree holds comments: asked when a group is measured
+
+    def read(self, member: Any) -> tuple[str, int, int]:
+        if member not in self._read:
+            self._read[member] = _walk(member)
+        return self._read[member]
+
+    def holds(self, words: list[str]) -> bool:
+        if self._index is None:
+            main = self.text.split()
+            self._index = _shingles(main), set(main)
+        return _within(words, *self._index)
+
+    def leads(self, members: list[Any]) -> bool:
+        """Whether one of a group's first members is in the text. trafilatura keeps the first
+        post when it keeps any (it takes the first match), so a group none of whose first
+        members it kept is not the posts (comments, say): a few renders instead of all."""
+        return any(self.holds(self.read(m)[0].split()) for m in members[:FIRST_CHECKED])
+
+    def size(self, members: list[Any]) -> tuple[int, int]:
+        """(text characters, characters inside links) of a group, as :func:`own_size` counts."""
+        if self._comments is None:
+            self._comments = bool(self._root.xpath(_ANY_COMMENT))
+        if self._comments:  # own_size counts a comment's tail, which no walk sees
+            return _size(members)
+        reads = [self.read(m) for m in members]
+        return sum(r[1] for r in reads), sum(r[2] for r in reads)
+
+
+def _checked_groups(root: Any, main: _Main, least: float) -> list[list[Any]]:
+    """The groups worth reading, largest first: two or more outermost members, ``least``
+    characters of text or more, few of them in links; the ``GROUPS_CHECKED`` largest.
+
+    Most pages have no group with that much text, and an upper bound (C-level string values)
+    tells without a walk. Where no more than ``GROUPS_CHECKED`` groups are left, no cut is to be
+    made, so a group whose first members trafilatura dropped is out whatever its size and is
+    not measured; the result is the same as measuring all of them."""
+    groups = _groups(root, least)
+    if len(groups) <= GROUPS_CHECKED:
+        groups = [g for g in groups if main.leads(g.members(FIRST_CHECKED))]
+    groups.sort(key=lambda g: _end_key(g.els[0]))  # ties in size keep the order the groups end in
+    sized = [(g, *main.size(g.members())) for g in groups]
+    kept = sorted(((g, c) for g, c, k in sized if c >= least and k <= MAX_LINK_SHARE * c),
+                  key=lambda gc: gc[1], reverse=True)
+    return [g.members() for g, _ in kept[:GROUPS_CHECKED]]
+
+
 def all_posts(root: Any, main_text: str) -> str | None:
     """The posts of a thread page, without what surrounds each, or None for a page that is no
     thread. Two shapes: ``main_text`` (trafilatura's) holds some posts and misses others, or it
@@ -169,26 +307,20 @@ def all_posts(root: Any, main_text: str) -> str | None:
     Where several groups qualify (``div.post`` > ``div.postbody`` > ``div.content`` nest, and
     each holds the posts), the one of densest prose wins: the body alone, without the dates,
     user boxes and signatures around it, which are short lines."""
-    main = main_text.split()
-    if not main:
+    if not main_text.split():
         return None
-    main_shingles, main_words, main_chars = _shingles(main), set(main), len(_flat(main_text))
+    main = _Main(root, main_text)
     # a group with less text than its share of trafilatura's needs no strings built (user boxes,
     # dates and signatures are groups too); 0.75: the two measures count whitespace differently
-    least = max(MIN_GROUP_CHARS, 0.75 * MIN_SHARE_OF_MAIN * main_chars)
-    groups = [g for g in _measure(root).values()
-              if len(g.members) >= 2 and g.chars >= least and g.links <= MAX_LINK_SHARE * g.chars]
+    least = max(MIN_GROUP_CHARS, 0.75 * MIN_SHARE_OF_MAIN * main.chars)
     found: list[tuple[list[str], list[list[str]], bool]] = []  # texts, their words, all inside
-    for group in sorted(groups, key=lambda g: g.chars, reverse=True)[:GROUPS_CHECKED]:
-        # trafilatura keeps the first post when it keeps any (it takes the first match), so a
-        # group none of whose first members is in its text is not the posts (comments, say):
-        # that costs a few renders instead of all
-        if not any(_within(render(m).split(), main_shingles, main_words) for m in group.members[:FIRST_CHECKED]):
+    for group in _checked_groups(root, main, least):
+        if not main.leads(group):  # read already, unless more than GROUPS_CHECKED were measured
             continue
-        texts = [t for t in (render(m) for m in group.members) if t]
+        texts = [t for t in (main.read(m)[0] for m in group) if t]
         words = [t.split() for t in texts]
-        inside = [t for t, w in zip(texts, words, strict=True) if _within(w, main_shingles, main_words)]
-        if inside and sum(len(_flat(t)) for t in inside) >= MIN_SHARE_OF_MAIN * main_chars and (
+        inside = [w for w in words if main.holds(w)]
+        if inside and sum(map(_flat_len, inside)) >= MIN_SHARE_OF_MAIN * main.chars and (
                 len(inside) < len(texts) or len(texts) >= MIN_POSTS_ALL_INSIDE):
             found.append((texts, words, len(inside) == len(texts)))
     if not found:
