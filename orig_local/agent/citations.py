@@ -29,8 +29,15 @@ MENTION = re.compile(rf"\b{_QUAL}\s+{_NOUN}s?\b|\b(?:as|like)\s+(?:in|on)\s+the\
                      rf"|\b{_NOUN}s?\s*#?\s*\d+\b|\bthe\s+(?:{'|'.join(_ORDINALS)})\s+{_NOUN}\b", re.I)
 
 
+_NOUN_STEMS = ("imag", "pictur", "photo", "shot")  # every spelling of _NOUN contains one
+
+
 def _matches(text: str, n_refs: int) -> list[tuple[int, int, list[int]]]:
     """(start, end, numbers) of every citation in ``text``, in order, without overlaps."""
+    if text.isascii():  # every citation names a picture: most sentences need no regex scan
+        low = text.lower()
+        if not any(stem in low for stem in _NOUN_STEMS):
+            return []
     found = [(m.start(), m.end(), [int(d) for d in re.findall(r"\d+", m.group("nums"))])
              for m in _NUMBERED.finditer(text)]
     found += [(m.start(), m.end(), [_ORDINALS[m.group("ord").lower()]]) for m in _ORDINAL.finditer(text)]

@@ -50,13 +50,23 @@ def layout(system_text: str, user_text: str) -> str:
 
 
 def _common(a: str, b: str) -> int:
+    """Length of the common prefix of ``a`` and ``b``. Prefix comparisons are C-speed but each
+    copies its slices, so the first difference is bracketed by doubling from the start (it
+    usually lies within the first kilobytes: the system turn and the stage's instructions),
+    then found by bisection inside the bracket: O(first difference), not O(n log n)."""
     n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # binary search on the first difference (prefix comparison is C-speed)
+    lo, step = 0, 256
+    while True:  # invariant: a[:lo] == b[:lo]
+        hi = min(lo + step, n)
+        if a[lo:hi] != b[lo:hi]:
+            break
+        if hi == n:
+            return n
+        lo, step = hi, step * 2
+    hi -= 1  # the first difference lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[lo:mid] == b[lo:mid]:
             lo = mid
         else:
             hi = mid - 1

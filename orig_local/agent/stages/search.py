@@ -218,6 +218,11 @@ def _duplicate_reason(ctx: StageContext, bytes_sha256: str, fp: Any) -> str | No
     return None
 
 
+def _fingerprints(fetched: list) -> list:
+    """The fingerprint of each fetched picture, in order (runs in a worker thread)."""
+    return [fingerprint(res.image, getattr(res, "dhash", None)) for res in fetched]
+
+
 async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[RetrievedImage], bool]:
     """Search images; fetch best-ranked first, in concurrent waves, until enough are unique."""
     cfg = ctx.config
@@ -239,9 +244,10 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
                                          for h in wave))
         rec.image_fetches += len(wave)
         # hashing pictures off the event loop (PIL releases the GIL): the other prompts in flight
-        # keep running meanwhile
-        fps = await asyncio.gather(*(asyncio.to_thread(fingerprint, res.image, getattr(res, "dhash", None))
-                                     for res in results if not isinstance(res, FetchFailure)))
+        # keep running meanwhile. One worker call per wave, not per picture: each hop to a
+        # thread costs the loop a task, a future and a wake-up (issue 22, 128 in flight)
+        fetched = [res for res in results if not isinstance(res, FetchFailure)]
+        fps = await asyncio.to_thread(_fingerprints, fetched) if fetched else []
         fp_iter = iter(fps)
         for hit, res in zip(wave, results, strict=True):  # rank order
             if isinstance(res, FetchFailure):
