@@ -104,9 +104,7 @@ class KnowledgeBase:
     def text_entries(self) -> list[SummaryFact]:
         """What later stages read as K's text: the consolidated summary, then every entry not
         folded into it yet (each as its own statement), oldest first."""
-        # built from validated entries: no second validation (called by every request with K)
-        pending = [SummaryFact.model_construct(text=t.text, evidence=[t.id], round=t.source.round)
-                   for t in self.pending_texts()]
+        pending = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in self.pending_texts()]
         return list(self.summary) + pending
 
     def render_images(self) -> str:

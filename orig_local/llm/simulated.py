@@ -59,6 +59,7 @@ class SimulatedRetriever:
         # word sets of the corpus, computed once: a stand-in must cost next to nothing, and
         # re-reading every document per search was a tenth of bench_agent.py's loop CPU
         self._item_words: dict[tuple[int, str], set[str]] = {}
+        self._indexes: dict[int, tuple[tuple[int, ...], dict[str, list[int]]]] = {}  # per item list
         # url -> item, and the pixel hash of each picture served: a fetch hashed the whole
         # picture (tobytes + sha256, ~0.4 ms) every time, an eighth of bench_agent.py's loop CPU
         self._by_url: dict[str, dict] = {}
@@ -84,11 +85,25 @@ class SimulatedRetriever:
             await asyncio.sleep(seconds)
 
     def _rank(self, query: str, items: list[dict], text_of: Callable[[dict], str], k: int) -> list[dict]:
-        q = words(query)
-        scored = [(len(q & self._words_of(it, text_of)), i, it) for i, it in enumerate(items)]
-        scored = [s for s in scored if s[0] > 0]
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        return [it for _, _, it in scored[:k]]
+        """The ``k`` items sharing most content words with ``query`` (ties: corpus order)."""
+        index = self._index_of(items, text_of)
+        scores: dict[int, int] = {}
+        for w in words(query):
+            for i in index.get(w, ()):
+                scores[i] = scores.get(i, 0) + 1
+        return [items[i] for i in sorted(scores, key=lambda i: (-scores[i], i))[:k]]
+
+    def _index_of(self, items: list[dict], text_of: Callable[[dict], str]) -> dict[str, list[int]]:
+        """word -> positions of the items holding it; rebuilt when the list's items change."""
+        ids = tuple(map(id, items))
+        known = self._indexes.get(id(items))
+        if known is None or known[0] != ids:
+            index: dict[str, list[int]] = {}
+            for i, it in enumerate(items):
+                for w in self._words_of(it, text_of):
+                    index.setdefault(w, []).append(i)
+            known = self._indexes[id(items)] = (ids, index)
+        return known[1]
 
     def _words_of(self, item: dict, text_of: Callable[[dict], str]) -> set[str]:
         key = (id(item), item.get("id", ""))

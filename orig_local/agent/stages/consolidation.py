@@ -147,7 +147,7 @@ def _fold(ctx: StageContext, pending: list, size: int) -> ConsolidationResult:
     entry or statement holds is left out, and the one holding it cites this entry too (a
     snippet repeating a page's fact; a snippet cut mid-sentence). Nothing is lost."""
     kb = ctx.knowledge
-    new = [SummaryFact.model_construct(text=t.text, evidence=[t.id], round=t.source.round) for t in pending]
+    new = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in pending]
     facts = list(kb.summary) + new
     words = [detail_words(f.text) for f in facts]
     gone: set[int] = set()
