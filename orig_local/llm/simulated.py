@@ -62,7 +62,7 @@ class SimulatedRetriever:
         self._indexes: dict[int, tuple[tuple[int, ...], dict[str, list[int]]]] = {}  # per item list
         # url -> item, and the pixel hash of each picture served: a fetch hashed the whole
         # picture (tobytes + sha256, ~0.4 ms) every time, an eighth of bench_agent.py's loop CPU
-        self._by_url: dict[str, dict] = {}
+        self._by_url: dict[tuple[int, str], tuple[tuple[int, ...], dict[str, dict]]] = {}
         self._sha: dict[int, tuple[Any, str]] = {}
 
     @classmethod
@@ -157,15 +157,16 @@ class SimulatedRetriever:
                             width=image.width, height=image.height)
 
     def _find(self, url: str, items: list[dict], prefix: str) -> dict | None:
-        """The item ``url`` names: the first whose ``prefix + id`` it is (as a scan would find;
-        remembered, and checked again, so items added or replaced later are still found)."""
-        item = self._by_url.get(url)
-        if item is not None and f"{prefix}{item['id']}" == url and any(it is item for it in items):
-            return item
-        item = next((it for it in items if f"{prefix}{it['id']}" == url), None)
-        if item is not None:
-            self._by_url[url] = item
-        return item
+        """The item ``url`` names: the first whose ``prefix + id`` it is, as a scan would find
+        (a map per list, rebuilt when the list's items change)."""
+        ids = tuple(map(id, items))
+        known = self._by_url.get((id(items), prefix))
+        if known is None or known[0] != ids:
+            by_url: dict[str, dict] = {}
+            for it in items:
+                by_url.setdefault(f"{prefix}{it['id']}", it)
+            known = self._by_url[(id(items), prefix)] = (ids, by_url)
+        return known[1].get(url)
 
     def _sha256(self, image: Any) -> str:
         """sha256 of the picture's pixel bytes, once per picture object."""
