@@ -54,11 +54,13 @@ def _common(a: str, b: str) -> int:
     copies its slices, so the first difference is bracketed by doubling from the start (it
     usually lies within the first kilobytes: the system turn and the stage's instructions),
     then found by bisection inside the bracket: O(first difference), not O(n log n)."""
-    n = min(len(a), len(b))
+    if len(a) < len(b):
+        a, b = b, a  # b is the shorter: a.startswith(b[lo:hi], lo) copies only b's slice
+    n = len(b)
     lo, step = 0, 256
     while True:  # invariant: a[:lo] == b[:lo]
         hi = min(lo + step, n)
-        if a[lo:hi] != b[lo:hi]:
+        if not a.startswith(b[lo:hi], lo):
             break
         if hi == n:
             return n
@@ -66,7 +68,7 @@ def _common(a: str, b: str) -> int:
     hi -= 1  # the first difference lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
+        if a.startswith(b[lo:mid], lo):
             lo = mid
         else:
             hi = mid - 1

@@ -109,8 +109,10 @@ class BaseChatModel:
 
     def _check_images(self, messages: Sequence[Message]) -> None:
         limit = self.config.max_images
+        if limit is None:
+            return
         n = sum(len(m.images) for m in messages)  # vLLM counts the whole conversation
-        if limit is not None and n > limit:
+        if n > limit:
             raise TooManyImagesError(
                 f"request carries {n} images but {self.model_name} accepts at most {limit} per prompt "
                 f"(max_images, from the preset's limit_mm_per_prompt): send fewer, or serve with a "
