@@ -183,8 +183,10 @@ def _cut_word(sentence: str) -> str | None:
     """The last word of a sentence cut short (a search snippet's tail, no closing stop), lower
     case; None for a complete sentence."""
     end = sentence.rstrip()
+    if end[-1:] in ".!?":  # also "": nothing to cut
+        return None
     tail = _WORD_AT_END.search(end)
-    return None if end[-1:] in ".!?" or tail is None else tail.group(0).lower()
+    return None if tail is None else tail.group(0).lower()
 
 
 def _within(words: set[str], cut: str | None, host: set[str]) -> bool:
