@@ -75,6 +75,24 @@ def _common(a: str, b: str) -> int:
     return lo
 
 
+def _longest_common(text: str, seen: deque[str]) -> int:
+    """The longest common prefix of ``text`` with any of ``seen``. A text that does not share
+    one character more than the best so far is passed over with one comparison (requests of
+    a step mostly part at the prompt, at the same place)."""
+    best = 0
+    probe = ""
+    for old in seen:
+        if best:
+            if len(old) <= best or len(text) <= best:
+                continue
+            if len(probe) != best + 1:
+                probe = text[:best + 1]
+            if not old.startswith(probe):
+                continue
+        best = max(best, _common(text, old))
+    return best
+
+
 class PrefixTracker:
     """Remembers recent request texts per step (shared by every prompt an agent runs) and
     estimates each new request's cacheable tokens (module doc)."""
@@ -87,7 +105,7 @@ class PrefixTracker:
     def cacheable(self, step: str, system_text: str, user_text: str, counter: TokenCounter) -> int:
         text = layout(system_text, user_text)
         seen = self._by_step.setdefault(step, deque(maxlen=self.recent))
-        shared = max((_common(text, old) for old in seen), default=0)
+        shared = _longest_common(text, seen)
         if system_text in self._systems:
             shared = max(shared, len(layout(system_text, "")))
         seen.append(text)

@@ -204,14 +204,23 @@ class StageContext:
         key = (id(image), max_pixels)
         known = self._refs.get(key)
         if known is None or known[0] is not image:  # ids of dead objects are reused
-            known = self._refs[key] = (image, ImageRef(downscale(image, max_pixels)))
+            sized = downscale(image, max_pixels)
+            # a picture already within this bound is the same picture at every bound: one ref,
+            # hashed once (the filter's and the features' requests send it unchanged)
+            ref = self._image_ref(image) if sized is image and max_pixels is not None else ImageRef(sized)
+            known = self._refs[key] = (image, ref)
         return known[1]
 
     def _prepared(self, images: Sequence[Any], max_pixels: int | None) -> list[ImageRef] | None:
         """The pictures' ImageRefs when each is already sized and hashed in this run, else None."""
+        from PIL import Image
+
         refs = []
         for image in images:
             known = self._refs.get((id(image), max_pixels))
+            if (known is None or known[0] is not image) and isinstance(image, Image.Image) and (
+                    max_pixels is None or image.width * image.height <= max_pixels):
+                known = (image, self._image_ref(image, max_pixels))  # within the bound: no resize
             if known is None or known[0] is not image or id(known[1]) not in self._hashes:
                 return None
             refs.append(known[1])
