@@ -191,3 +191,12 @@ def test_simulated_retriever_keeps_its_ranking_and_hashes_when_items_change():
     retriever.docs.pop(0)  # a document removed: no longer found
     gone = asyncio.run(retriever.read_page(f"corpus://doc/{corpus.docs[0]['id']}"))
     assert getattr(gone, "kind", None) == "http_error"
+
+
+def test_schema_json_is_made_once_per_class():
+    from orig_local.agent.stages.consolidation import Consolidation
+    from orig_local.llm.base import schema_json
+
+    first = schema_json(Consolidation)
+    assert first == Consolidation.model_json_schema()
+    assert schema_json(Consolidation) is first  # not generated again for the next request
