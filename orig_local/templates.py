@@ -78,6 +78,7 @@ class PromptTemplates:
         dirs = [d for d in (self.override, self.packaged) if d is not None]
         self.env = environment(*dirs, trim_blocks=trim_blocks)
         self._constant: dict[str, str] = {}  # renders of templates called without variables
+        self._compiled: dict[str, tuple[Any, dict[str, Any]]] = {}  # file -> (template, its globals)
 
     def packaged_names(self) -> list[str]:
         """Stems of the role's packaged templates."""
@@ -102,4 +103,21 @@ class PromptTemplates:
             if text is None:
                 text = self._constant[file] = self.env.get_template(file).render().strip()
             return text
-        return self.env.get_template(file).render(**variables).strip()
+        return self._render(file, variables).strip()
+
+    def _render(self, file: str, variables: dict[str, Any]) -> str:
+        """``Template.render`` less its per-call overhead: the template is looked up once, and
+        its globals (a ChainMap jinja flattens twice per render: a third of the render's CPU
+        at 128 prompts in flight) are copied once. The same context, output and errors."""
+        known = self._compiled.get(file)
+        if known is None:
+            template = self.env.get_template(file)
+            known = self._compiled[file] = (template, dict(template.globals))
+        template, globals_ = known
+        context = self.env.context_class(self.env, {**globals_, **variables}, template.name, template.blocks,
+                                          globals=globals_)
+        try:
+            return self.env.concat(template.root_render_func(context))  # type: ignore[attr-defined]
+        except Exception:
+            self.env.handle_exception()
+            raise  # handle_exception always raises; for the type checker

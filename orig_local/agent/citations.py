@@ -12,6 +12,7 @@ An unnumbered mention with several references is ambiguous and left as written.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -29,19 +30,32 @@ MENTION = re.compile(rf"\b{_QUAL}\s+{_NOUN}s?\b|\b(?:as|like)\s+(?:in|on)\s+the\
                      rf"|\b{_NOUN}s?\s*#?\s*\d+\b|\bthe\s+(?:{'|'.join(_ORDINALS)})\s+{_NOUN}\b", re.I)
 
 
-def _matches(text: str, n_refs: int) -> list[tuple[int, int, list[int]]]:
+_NOUN_STEMS = ("imag", "pictur", "photo", "shot")  # every spelling of _NOUN contains one
+
+
+Match = tuple[int, int, tuple[int, ...]]
+
+
+# P̂ is read three times as it is finalised (cited, renumbered, bounded): the scans are
+# regexes tried at every word, so a final text is scanned once
+@functools.lru_cache(maxsize=256)
+def _matches(text: str, n_refs: int) -> tuple[Match, ...]:
     """(start, end, numbers) of every citation in ``text``, in order, without overlaps."""
-    found = [(m.start(), m.end(), [int(d) for d in re.findall(r"\d+", m.group("nums"))])
+    if text.isascii():  # every citation names a picture: most sentences need no regex scan
+        low = text.lower()
+        if not any(stem in low for stem in _NOUN_STEMS):
+            return ()
+    found = [(m.start(), m.end(), tuple(int(d) for d in re.findall(r"\d+", m.group("nums"))))
              for m in _NUMBERED.finditer(text)]
-    found += [(m.start(), m.end(), [_ORDINALS[m.group("ord").lower()]]) for m in _ORDINAL.finditer(text)]
+    found += [(m.start(), m.end(), (_ORDINALS[m.group("ord").lower()],)) for m in _ORDINAL.finditer(text)]
     if n_refs == 1:  # "the provided photo" can only mean the one reference
-        found += [(m.start(), m.end(), [1]) for m in _UNNUMBERED.finditer(text)]
+        found += [(m.start(), m.end(), (1,)) for m in _UNNUMBERED.finditer(text)]
     found.sort()
-    out: list[tuple[int, int, list[int]]] = []
+    out: list[Match] = []
     for start, end, nums in found:
         if not out or start >= out[-1][1]:
             out.append((start, end, nums))
-    return out
+    return tuple(out)
 
 
 def cited_numbers(text: str, n_refs: int) -> list[int]:

@@ -50,17 +50,47 @@ def layout(system_text: str, user_text: str) -> str:
 
 
 def _common(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # binary search on the first difference (prefix comparison is C-speed)
+    """Length of the common prefix of ``a`` and ``b``. Prefix comparisons are C-speed but each
+    copies its slices, so the first difference is bracketed by doubling from the start (it
+    usually lies within the first kilobytes: the system turn and the stage's instructions),
+    then found by bisection inside the bracket: O(first difference), not O(n log n)."""
+    if len(a) < len(b):
+        a, b = b, a  # b is the shorter: a.startswith(b[lo:hi], lo) copies only b's slice
+    n = len(b)
+    lo, step = 0, 256
+    while True:  # invariant: a[:lo] == b[:lo]
+        hi = min(lo + step, n)
+        if not a.startswith(b[lo:hi], lo):
+            break
+        if hi == n:
+            return n
+        lo, step = hi, step * 2
+    hi -= 1  # the first difference lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a.startswith(b[lo:mid], lo):
             lo = mid
         else:
             hi = mid - 1
     return lo
+
+
+def _longest_common(text: str, seen: deque[str]) -> int:
+    """The longest common prefix of ``text`` with any of ``seen``. A text that does not share
+    one character more than the best so far is passed over with one comparison (requests of
+    a step mostly part at the prompt, at the same place)."""
+    best = 0
+    probe = ""
+    for old in seen:
+        if best:
+            if len(old) <= best or len(text) <= best:
+                continue
+            if len(probe) != best + 1:
+                probe = text[:best + 1]
+            if not old.startswith(probe):
+                continue
+        best = max(best, _common(text, old))
+    return best
 
 
 class PrefixTracker:
@@ -75,7 +105,7 @@ class PrefixTracker:
     def cacheable(self, step: str, system_text: str, user_text: str, counter: TokenCounter) -> int:
         text = layout(system_text, user_text)
         seen = self._by_step.setdefault(step, deque(maxlen=self.recent))
-        shared = max((_common(text, old) for old in seen), default=0)
+        shared = _longest_common(text, seen)
         if system_text in self._systems:
             shared = max(shared, len(layout(system_text, "")))
         seen.append(text)

@@ -140,6 +140,9 @@ _RULES = [(anchors, re.compile(p, re.I | re.M))
           for anchors, p in zip(_ANCHORS_EN + _ANCHORS_OTHER, _PATTERNS_EN + _PATTERNS_OTHER, strict=True)]
 # sentence ends: ASCII (before a space), ideographic and full-width (also without one)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？．｡])\s*|\n+")
+# the same split for a line of ASCII text, where only the first branch can match: 4x faster
+# (the agent screens every page, title and snippet it reads)
+_ASCII_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 
 def normalise(text: str) -> tuple[str, str]:
@@ -180,7 +183,7 @@ def drop_flagged(text: str, keep: frozenset[str] = frozenset()) -> tuple[str, li
     dropped: list[str] = []
     for line in text.split("\n"):
         kept: list[str] = []
-        for sentence in _SENTENCES.split(line):
+        for sentence in (_ASCII_SENTENCES if line.isascii() else _SENTENCES).split(line):
             s = sentence.strip()
             if not s:
                 continue

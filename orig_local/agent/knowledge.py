@@ -63,6 +63,7 @@ class KnowledgeBase:
         # with provenance. Entries not folded into it yet are ``pending_texts()``.
         self.summary: list[SummaryFact] = []
         self.consolidated: set[str] = set()  # TextEvidence ids folded into the summary
+        self._facts: dict[str, tuple[TextEvidence, SummaryFact]] = {}  # pending entries as statements
 
     def __len__(self) -> int:
         return len(self.texts) + len(self.images)
@@ -104,8 +105,16 @@ class KnowledgeBase:
     def text_entries(self) -> list[SummaryFact]:
         """What later stages read as K's text: the consolidated summary, then every entry not
         folded into it yet (each as its own statement), oldest first."""
-        pending = [SummaryFact(text=t.text, evidence=[t.id], round=t.source.round) for t in self.pending_texts()]
-        return list(self.summary) + pending
+        return list(self.summary) + [self._as_fact(t) for t in self.pending_texts()]
+
+    def _as_fact(self, entry: TextEvidence) -> SummaryFact:
+        """``entry`` as a statement of its own, made once per entry (K is rendered into most
+        requests of a run; callers read the statements, never change them)."""
+        known = self._facts.get(entry.id)
+        if known is None or known[0] is not entry:
+            known = self._facts[entry.id] = (entry, SummaryFact(text=entry.text, evidence=[entry.id],
+                                                                 round=entry.source.round))
+        return known[1]
 
     def render_images(self) -> str:
         """One data block per image in K (descriptions only; pixels are sent separately)."""

@@ -24,11 +24,32 @@ def blocks(text: str) -> list[tuple[str, str]]:
     """The (id, content) of every data block in ``text``, in order; a list block's entries
     (:func:`orig_local.agent.untrusted.list_block`) each as its own (ids, text)."""
     out: list[tuple[str, str]] = []
-    for m in _DATA.finditer(text):
-        if m.group(1) == "list":
-            out += [(i, t.strip()) for i, _, t in (ln.partition(": ") for ln in m.group(2).strip().splitlines())]
+    for block_id, body in _data_blocks(text):
+        if block_id == "list":
+            out += [(i, t.strip()) for i, _, t in (ln.partition(": ") for ln in body.strip().splitlines())]
         else:
-            out.append((m.group(1), m.group(2).strip()))
+            out.append((block_id, body.strip()))
+    return out
+
+
+def _data_blocks(text: str) -> list[tuple[str, str]]:
+    """(id, body) of each ``<data id="...">body</data>`` in order: what ``_DATA.finditer``
+    finds, by string search (the lazy ``.*?`` tried the closing tag at every character: the
+    simulated backbone reads every request it answers)."""
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while (start := text.find('<data id="', pos)) >= 0:
+        quote = text.find('"', start + 10)
+        if quote < 0:
+            break
+        if not text.startswith('">', quote):  # not a block here; the next opening may be
+            pos = start + 1
+            continue
+        end = text.find("</data>", quote + 2)
+        if end < 0:
+            break
+        out.append((text[start + 10:quote], text[quote + 2:end]))
+        pos = end + 7
     return out
 
 

@@ -8,6 +8,7 @@ is ``wall_s``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -53,17 +54,25 @@ class StageRecord(BaseModel):
     @field_validator("stage", mode="before")
     @classmethod
     def _known_stage(cls, value: Any) -> Any:
-        from orig_local.agent.registry import canonical_stage, stage_names
-
+        canonical_stage, names = _stage_names()
         value = canonical_stage(value) if isinstance(value, str) else value  # traces written before a rename
-        if value not in stage_names():
-            raise ValueError(f"unknown stage {value!r}; stages: {', '.join(stage_names())}")
+        if value not in names:
+            raise ValueError(f"unknown stage {value!r}; stages: {', '.join(names)}")
         return value
 
     @property
     def did_work(self) -> bool:
         return bool(self.attempts or self.searches_text or self.searches_image or self.page_reads
                     or self.image_fetches or self.stage == "generation")
+
+
+@functools.cache
+def _stage_names() -> tuple[Callable[[str], str], tuple[str, ...]]:
+    """(canonical_stage, every stage name), looked up once: a record is made for every call,
+    search and read (the registry imports this module, so it is imported here, late)."""
+    from orig_local.agent.registry import canonical_stage, stage_names
+
+    return canonical_stage, stage_names()
 
 
 class StageTotals(BaseModel):

@@ -64,6 +64,7 @@ def delimit(eid: str, text: str) -> str:
 LIST_ID = "list"  # a block of short entries, one a line, each led by its evidence id(s)
 
 
+@functools.lru_cache(maxsize=4096)  # K's statements are rendered into most requests of a run
 def list_line(eid: str, text: str) -> str:
     """One entry of a :func:`list_block`: ``"T3,T1: text"``. The entry's own line breaks are
     folded into spaces, so no entry can start a line that claims another id."""

@@ -20,6 +20,7 @@ import yaml
 from orig_local.errors import DataError
 from orig_local.llm.base import BaseChatModel, ChatConnectionError, ChatError, Completion, Message, Usage
 from orig_local.llm.config import ChatConfig
+from orig_local.llm.tokens import MemoCounter
 
 Reply = str | Callable[[list[Message], object], str]
 
@@ -50,6 +51,7 @@ class ScriptedChatModel(BaseChatModel):
         self.requests: list[dict] = []
         self.keep_requests = keep_requests
         self._next = 0
+        self._counter: MemoCounter | None = None  # token counts by text, made on first use
 
     async def _complete(self, messages, *, schema, temperature, max_tokens, logprobs) -> Completion:
         if self.latency_s:
@@ -69,15 +71,24 @@ class ScriptedChatModel(BaseChatModel):
         reply = self.replies[self._next]
         self._next += 1
         text = reply(messages, schema) if callable(reply) else reply
-        # As Qwen2.5-VL would count the request (real Qwen2 BPE when available, else an estimate).
-        # In a thread: a real backbone counts in its server, not on the agent's event loop (at
-        # 128 prompts in flight this stand-in's tokenizing was a third of the loop's CPU).
+        return Completion(text=text, usage=Usage(await self._prompt_tokens(messages), len(text.split())))
+
+    async def _prompt_tokens(self, messages: list[Message]) -> int:
+        """As Qwen2.5-VL would count the request (real Qwen2 BPE when available, else an
+        estimate). Texts counted before are remembered (:class:`~orig_local.llm.tokens.MemoCounter`);
+        anything new is tokenized in a thread: a real backbone counts in its server, not on the
+        agent's event loop (at 128 prompts in flight this stand-in's tokenizing was a third of
+        the loop's CPU, and each hop to a thread costs the loop ~40 us)."""
         import asyncio
 
-        from orig_local.llm.tokens import count_request, default_counter
+        from orig_local.llm.tokens import count_request, default_counter, known_request
 
-        prompt_tokens = (await asyncio.to_thread(count_request, messages, default_counter())).total
-        return Completion(text=text, usage=Usage(prompt_tokens, len(text.split())))
+        if self._counter is None:
+            self._counter = MemoCounter(default_counter())
+        known = known_request(messages, self._counter)
+        if known is None:
+            known = await asyncio.to_thread(count_request, messages, self._counter)
+        return known.total
 
 
 def _load_script(path: str) -> list[str]:

@@ -59,6 +59,11 @@ class SimulatedRetriever:
         # word sets of the corpus, computed once: a stand-in must cost next to nothing, and
         # re-reading every document per search was a tenth of bench_agent.py's loop CPU
         self._item_words: dict[tuple[int, str], set[str]] = {}
+        self._indexes: dict[int, tuple[tuple[int, ...], dict[str, list[int]]]] = {}  # per item list
+        # url -> item, and the pixel hash of each picture served: a fetch hashed the whole
+        # picture (tobytes + sha256, ~0.4 ms) every time, an eighth of bench_agent.py's loop CPU
+        self._by_url: dict[tuple[int, str], tuple[tuple[int, ...], dict[str, dict]]] = {}
+        self._sha: dict[int, tuple[Any, str]] = {}
 
     @classmethod
     def from_demo_corpus(cls, root: str | Path = DEMO_CORPUS, **kwargs) -> SimulatedRetriever:
@@ -80,11 +85,25 @@ class SimulatedRetriever:
             await asyncio.sleep(seconds)
 
     def _rank(self, query: str, items: list[dict], text_of: Callable[[dict], str], k: int) -> list[dict]:
-        q = words(query)
-        scored = [(len(q & self._words_of(it, text_of)), i, it) for i, it in enumerate(items)]
-        scored = [s for s in scored if s[0] > 0]
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        return [it for _, _, it in scored[:k]]
+        """The ``k`` items sharing most content words with ``query`` (ties: corpus order)."""
+        index = self._index_of(items, text_of)
+        scores: dict[int, int] = {}
+        for w in words(query):
+            for i in index.get(w, ()):
+                scores[i] = scores.get(i, 0) + 1
+        return [items[i] for i in sorted(scores, key=lambda i: (-scores[i], i))[:k]]
+
+    def _index_of(self, items: list[dict], text_of: Callable[[dict], str]) -> dict[str, list[int]]:
+        """word -> positions of the items holding it; rebuilt when the list's items change."""
+        ids = tuple(map(id, items))
+        known = self._indexes.get(id(items))
+        if known is None or known[0] != ids:
+            index: dict[str, list[int]] = {}
+            for i, it in enumerate(items):
+                for w in self._words_of(it, text_of):
+                    index.setdefault(w, []).append(i)
+            known = self._indexes[id(items)] = (ids, index)
+        return known[1]
 
     def _words_of(self, item: dict, text_of: Callable[[dict], str]) -> set[str]:
         key = (id(item), item.get("id", ""))
@@ -118,7 +137,7 @@ class SimulatedRetriever:
         await self._wait(self.read_latency_s)
         if self.fail_reads:
             return FetchFailure(url=url, kind="http_error", detail="simulated 503")
-        doc = next((d for d in self.docs if f"corpus://doc/{d['id']}" == url), None)
+        doc = self._find(url, self.docs, "corpus://doc/")
         if doc is None:
             return FetchFailure(url=url, kind="http_error", detail="404")
         return Page(url=url, final_url=url, title=doc["title"], text=doc["text"],
@@ -130,15 +149,33 @@ class SimulatedRetriever:
         await self._wait(self.fetch_latency_s)
         if self.fail_fetches:
             return FetchFailure(url=url, kind="timeout", detail="simulated")
-        meta = next((m for m in self.images if f"corpus://img/{m['id']}" == url), None)
+        meta = self._find(url, self.images, "corpus://img/")
         if meta is None:
             return FetchFailure(url=url, kind="http_error", detail="404")
         image = meta["image"]
-        import hashlib
+        return FetchedImage(image=image, bytes_sha256=self._sha256(image), url=url, page_url=page_url,
+                            width=image.width, height=image.height)
 
-        sha = hashlib.sha256(image.tobytes()).hexdigest()
-        return FetchedImage(image=image, bytes_sha256=sha, url=url, page_url=page_url, width=image.width,
-                            height=image.height)
+    def _find(self, url: str, items: list[dict], prefix: str) -> dict | None:
+        """The item ``url`` names: the first whose ``prefix + id`` it is, as a scan would find
+        (a map per list, rebuilt when the list's items change)."""
+        ids = tuple(map(id, items))
+        known = self._by_url.get((id(items), prefix))
+        if known is None or known[0] != ids:
+            by_url: dict[str, dict] = {}
+            for it in items:
+                by_url.setdefault(f"{prefix}{it['id']}", it)
+            known = self._by_url[(id(items), prefix)] = (ids, by_url)
+        return known[1].get(url)
+
+    def _sha256(self, image: Any) -> str:
+        """sha256 of the picture's pixel bytes, once per picture object."""
+        known = self._sha.get(id(image))
+        if known is None or known[0] is not image:
+            import hashlib
+
+            known = self._sha[id(image)] = (image, hashlib.sha256(image.tobytes()).hexdigest())
+        return known[1]
 
     async def aclose(self) -> None:
         return None

@@ -204,6 +204,57 @@ def load_counter(tokenizer_dir: str | Path | None = None) -> TextCounter:
     return EstimateCounter()
 
 
+class MemoCounter:
+    """A :class:`TextCounter` that remembers each text's count (the same system turn, template
+    text and chat scaffolding are counted in every request; a dry run's repeated prompts send
+    the same requests). Bounded by the characters it holds, oldest forgotten first; safe to
+    share between the event loop and counting threads."""
+
+    def __init__(self, counter: TextCounter, max_chars: int = 4_000_000):
+        import threading
+
+        self.counter = counter
+        self.name, self.exact = counter.name, counter.exact
+        self.max_chars = max_chars
+        self._counts: dict[str, int] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def known(self, text: str) -> int | None:
+        """The remembered count of ``text``, or None (nothing is tokenized)."""
+        return self._counts.get(text)
+
+    def count(self, text: str) -> int:
+        n = self._counts.get(text)
+        if n is None:
+            n = self.counter.count(text)
+            with self._lock:
+                if text not in self._counts:
+                    self._counts[text] = n
+                    self._chars += len(text)
+                while self._chars > self.max_chars and len(self._counts) > 1:
+                    self._chars -= len(oldest := next(iter(self._counts)))
+                    del self._counts[oldest]
+        return n
+
+
+class _NotKnown(LookupError):
+    pass
+
+
+class _KnownOnly:
+    """A memo's counts without tokenizing: an unknown text raises :class:`_NotKnown`."""
+
+    def __init__(self, memo: MemoCounter):
+        self.memo, self.name, self.exact = memo, memo.name, memo.exact
+
+    def count(self, text: str) -> int:
+        n = self.memo.known(text)
+        if n is None:
+            raise _NotKnown(text[:40])
+        return n
+
+
 @functools.lru_cache(maxsize=1)
 def default_counter() -> TextCounter:
     """:func:`load_counter` with no folder, loaded once per process (the BPE ranks take a
@@ -273,6 +324,15 @@ def count_request(messages: Iterable[Any], counter: TextCounter, *,
         segments.append("assistant\n")
     out.text = specials + sum(counter.count(seg) for seg in segments)
     return out
+
+
+def known_request(messages: Iterable[Any], memo: MemoCounter, **kwargs: Any) -> RequestTokens | None:
+    """:func:`count_request` when every text segment's count is already in ``memo`` (cheap
+    enough for the event loop: nothing is tokenized), else None."""
+    try:
+        return count_request(messages, _KnownOnly(memo), **kwargs)
+    except _NotKnown:
+        return None
 
 
 def _default_size(part: Any) -> tuple[int, int]:

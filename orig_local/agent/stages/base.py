@@ -119,19 +119,22 @@ class StageContext:
         check_reads(template, text, stage)  # only the data its stage declares (registry: Call.reads)
         messages = await self._messages(system_text, text, images, max_pixels)
         canonical = [self._canonical(m) for m in messages]
+        notes = [budget_note] if budget_note else []
+        if reply_tokens is not None:
+            notes.append(f"reply limit {reply_tokens} tokens (max_tokens sent with this call)")
+        started_s = self.trace.elapsed()
+        cacheable = (0 if self.prefixes is None else
+                     self.prefixes.cacheable(step, system_text, text, self.budget.counter))
+        parsed, outcome = await self._call(messages, schema, reply_tokens)
+        # made once with its outcome: a pydantic field assignment costs ~3 us, and a call
+        # set eleven of them (issue 22, 128 prompts in flight)
         record = StageRecord(
             stage=stage, step=step, round=self.round, template=template,
             messages_sha256=messages_digest(canonical),
             messages=canonical if self.config.trace_messages else None,
-            evidence_ids=list(evidence_ids), started_s=self.trace.elapsed(),
+            evidence_ids=list(evidence_ids), started_s=started_s, cacheable_tokens=cacheable, notes=notes,
+            **outcome,
         )
-        if self.prefixes is not None:
-            record.cacheable_tokens = self.prefixes.cacheable(step, system_text, text, self.budget.counter)
-        if budget_note:
-            record.notes.append(budget_note)
-        if reply_tokens is not None:
-            record.notes.append(f"reply limit {reply_tokens} tokens (max_tokens sent with this call)")
-        parsed = await self._call(record, messages, schema, reply_tokens)
         if record.error:
             log.warning("%s/%s (round %d) failed: %s", stage, step, self.round, record.error[:300])
         self.trace.add(record)
@@ -167,38 +170,33 @@ class StageContext:
             parts += [f"\nImage {i}:", ref]
         return [system(system_text), user(*parts)]
 
-    async def _call(self, record: StageRecord, messages: list[Message], schema: type[T],
-                    reply_tokens: int | None) -> T | None:
-        """Send the call and fill ``record`` with its outcome (reply or error, tokens, attempts,
-        latency); a model failure is recorded, never raised, so the stage can degrade."""
+    async def _call(self, messages: list[Message], schema: type[T],
+                    reply_tokens: int | None) -> tuple[T | None, dict[str, Any]]:
+        """Send the call: (parsed reply or None, the record's outcome fields: reply or error,
+        tokens, attempts, latency); a model failure is recorded, never raised, so the stage
+        can degrade."""
         start = time.perf_counter()
         parsed: T | None = None
         try:
             reply = await self.chat.chat(messages, schema=schema, max_tokens=reply_tokens)
         except StructuredOutputError as exc:
-            record.error = f"StructuredOutputError: {exc}"
-            record.invalid_replies = list(exc.raw_texts)
-            record.attempts = len(exc.raw_texts)
-            record.prompt_tokens = exc.usage.prompt_tokens
-            record.completion_tokens = exc.usage.completion_tokens
-            record.cache_hit_tokens = exc.usage.cached_tokens
-            record.finish_reason = exc.finish_reason
-            record.truncated = exc.finish_reason == "length"
+            outcome: dict[str, Any] = dict(
+                error=f"StructuredOutputError: {exc}", invalid_replies=list(exc.raw_texts),
+                attempts=len(exc.raw_texts), prompt_tokens=exc.usage.prompt_tokens,
+                completion_tokens=exc.usage.completion_tokens, cache_hit_tokens=exc.usage.cached_tokens,
+                finish_reason=exc.finish_reason, truncated=exc.finish_reason == "length")
         except ChatError as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
-            record.attempts = 1
+            outcome = dict(error=f"{type(exc).__name__}: {exc}", attempts=1)
         else:
             parsed = reply.parsed  # type: ignore[assignment]
-            record.output = parsed.model_dump(mode="json") if parsed is not None else reply.text
-            record.prompt_tokens = reply.usage.prompt_tokens
-            record.completion_tokens = reply.usage.completion_tokens
-            record.cache_hit_tokens = reply.usage.cached_tokens
-            record.attempts = reply.attempts
-            record.invalid_replies = list(reply.invalid_replies)
-            record.cached = reply.cached
-            record.finish_reason, record.truncated = reply.finish_reason, reply.truncated
-        record.latency_s = time.perf_counter() - start
-        return parsed
+            outcome = dict(
+                output=parsed.model_dump(mode="json") if parsed is not None else reply.text,
+                prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
+                cache_hit_tokens=reply.usage.cached_tokens, attempts=reply.attempts,
+                invalid_replies=list(reply.invalid_replies), cached=reply.cached,
+                finish_reason=reply.finish_reason, truncated=reply.truncated)
+        outcome["latency_s"] = time.perf_counter() - start
+        return parsed, outcome
 
     def _image_ref(self, image: Any, max_pixels: int | None = None) -> ImageRef:
         """One ImageRef per picture and size per run, so its PNG bytes and hash are computed
@@ -206,14 +204,23 @@ class StageContext:
         key = (id(image), max_pixels)
         known = self._refs.get(key)
         if known is None or known[0] is not image:  # ids of dead objects are reused
-            known = self._refs[key] = (image, ImageRef(downscale(image, max_pixels)))
+            sized = downscale(image, max_pixels)
+            # a picture already within this bound is the same picture at every bound: one ref,
+            # hashed once (the filter's and the features' requests send it unchanged)
+            ref = self._image_ref(image) if sized is image and max_pixels is not None else ImageRef(sized)
+            known = self._refs[key] = (image, ref)
         return known[1]
 
     def _prepared(self, images: Sequence[Any], max_pixels: int | None) -> list[ImageRef] | None:
         """The pictures' ImageRefs when each is already sized and hashed in this run, else None."""
+        from PIL import Image
+
         refs = []
         for image in images:
             known = self._refs.get((id(image), max_pixels))
+            if (known is None or known[0] is not image) and isinstance(image, Image.Image) and (
+                    max_pixels is None or image.width * image.height <= max_pixels):
+                known = (image, self._image_ref(image, max_pixels))  # within the bound: no resize
             if known is None or known[0] is not image or id(known[1]) not in self._hashes:
                 return None
             refs.append(known[1])

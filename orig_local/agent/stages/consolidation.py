@@ -155,8 +155,8 @@ def _fold(ctx: StageContext, pending: list, size: int) -> ConsolidationResult:
     for i in sorted(range(len(kb.summary), len(facts)), key=lambda i: len(facts[i].text)):  # shortest first
         kept = []
         for sentence in (x for x in _SENTENCE.split(facts[i].text) if x.strip()):
-            sw = detail_words(sentence)
-            host = next((j for j in range(len(facts)) if j != i and j not in gone and _within(sentence, sw, words[j])),
+            sw, cut = detail_words(sentence), _cut_word(sentence)
+            host = next((j for j in range(len(facts)) if j != i and j not in gone and _within(sw, cut, words[j])),
                         None)
             if host is None:
                 kept.append(sentence)
@@ -179,19 +179,31 @@ def _fold(ctx: StageContext, pending: list, size: int) -> ConsolidationResult:
     return ConsolidationResult(consolidated=[t.id for t in pending], statements=len(kb.summary))
 
 
-def _within(sentence: str, words: set[str], host: set[str]) -> bool:
-    """Every detail word of ``sentence`` is in ``host``; a sentence cut short (a search snippet's
-    tail, no closing stop) may end in a cut word, which counts when a host word begins with it."""
+def _cut_word(sentence: str) -> str | None:
+    """The last word of a sentence cut short (a search snippet's tail, no closing stop), lower
+    case; None for a complete sentence."""
+    end = sentence.rstrip()
+    if end[-1:] in ".!?":  # also "": nothing to cut
+        return None
+    tail = _WORD_AT_END.search(end)
+    return None if tail is None else tail.group(0).lower()
+
+
+def _within(words: set[str], cut: str | None, host: set[str]) -> bool:
+    """Every detail word of a sentence (``words``) is in ``host``; a sentence cut short may end
+    in a cut word (``cut``, :func:`_cut_word`), which counts when a host word begins with it.
+    Called for every sentence against every entry: the common answers come from set tests."""
     if not words:
         return False
-    missing = words - host
-    if not missing:
+    if words <= host:
         return True
-    tail = _WORD_AT_END.search(sentence.rstrip())
-    if sentence.rstrip()[-1:] in ".!?" or tail is None or len(missing) > 1:
+    if cut is None:
         return False
-    cut = next(iter(missing))
-    return tail.group(0).lower().startswith(cut) and any(w.startswith(cut) for w in host)
+    missing = words - host
+    if len(missing) > 1:
+        return False
+    stem = next(iter(missing))
+    return cut.startswith(stem) and any(w.startswith(stem) for w in host)
 
 
 async def _consolidate_once(ctx: StageContext) -> ConsolidationResult:

@@ -90,28 +90,28 @@ def failure_dict(failure: Any) -> dict[str, Any]:
 
 async def _search(ctx: StageContext, modality: str, query: str, k: int, stage: Stage) -> tuple[list, StageRecord]:
     """One traced search. Returns (hits, record); a raised SearchError becomes a failure."""
-    record = StageRecord(stage=stage, step=f"search_{modality}", round=ctx.round,
-                         started_s=ctx.trace.elapsed())
+    started_s = ctx.trace.elapsed()
     start = time.perf_counter()
     hits: list = []
+    failures: list[dict[str, Any]] = []
     assert ctx.retriever is not None, "a retrieving condition has a retriever"
     try:
         fn = ctx.retriever.search_text if modality == "text" else ctx.retriever.search_images
         outcome = await fn(query, k=k)
         hits = list(outcome.hits)[:k]
-        record.failures = [failure_dict(f) for f in getattr(outcome, "failures", [])]
+        failures = [failure_dict(f) for f in getattr(outcome, "failures", [])]
     except SearchError as exc:
-        record.failures = [{"kind": type(exc).__name__, "detail": str(exc)}]
-    record.latency_s = time.perf_counter() - start
-    if modality == "text":
-        record.searches_text = 1
-        record.output = {"query": query, "hits": [{"rank": h.rank, "title": h.title, "url": h.url} for h in hits]}
-    else:
-        record.searches_image = 1
-        record.output = {"query": query, "hits": [{"rank": h.rank, "title": h.title, "url": h.image_url} for h in hits]}
+        failures = [{"kind": type(exc).__name__, "detail": str(exc)}]
+    url_of = (lambda h: h.url) if modality == "text" else (lambda h: h.image_url)
+    # the record made once, complete: each pydantic field assignment costs ~3 us
+    record = StageRecord(
+        stage=stage, step=f"search_{modality}", round=ctx.round, started_s=started_s,
+        latency_s=time.perf_counter() - start, failures=failures,
+        searches_text=int(modality == "text"), searches_image=int(modality != "text"),
+        output={"query": query, "hits": [{"rank": h.rank, "title": h.title, "url": url_of(h)} for h in hits]},
+        error=None if hits else "no results" + (f" ({len(failures)} failure(s))" if failures else ""))
     ctx.searches += 1
     if not hits:
-        record.error = "no results" + (f" ({len(record.failures)} failure(s))" if record.failures else "")
         ctx.search_failures += int(_service_failed(record))
     ctx.trace.add(record)
     return hits, record
@@ -218,6 +218,11 @@ def _duplicate_reason(ctx: StageContext, bytes_sha256: str, fp: Any) -> str | No
     return None
 
 
+def _fingerprints(fetched: list) -> list:
+    """The fingerprint of each fetched picture, in order (runs in a worker thread)."""
+    return [fingerprint(res.image, getattr(res, "dhash", None)) for res in fetched]
+
+
 async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[RetrievedImage], bool]:
     """Search images; fetch best-ranked first, in concurrent waves, until enough are unique."""
     cfg = ctx.config
@@ -239,9 +244,10 @@ async def retrieve_images(ctx: StageContext, query: str) -> tuple[list[Retrieved
                                          for h in wave))
         rec.image_fetches += len(wave)
         # hashing pictures off the event loop (PIL releases the GIL): the other prompts in flight
-        # keep running meanwhile
-        fps = await asyncio.gather(*(asyncio.to_thread(fingerprint, res.image, getattr(res, "dhash", None))
-                                     for res in results if not isinstance(res, FetchFailure)))
+        # keep running meanwhile. One worker call per wave, not per picture: each hop to a
+        # thread costs the loop a task, a future and a wake-up (issue 22, 128 in flight)
+        fetched = [res for res in results if not isinstance(res, FetchFailure)]
+        fps = await asyncio.to_thread(_fingerprints, fetched) if fetched else []
         fp_iter = iter(fps)
         for hit, res in zip(wave, results, strict=True):  # rank order
             if isinstance(res, FetchFailure):
