@@ -210,21 +210,23 @@ def test_built_wheel_installed_elsewhere_lists_every_preset(tmp_path):
     shutil.copytree(REPO / "models", src / "models")
     for name in ("pyproject.toml", "README.md", "LICENSE", "setup.py"):  # what a build reads
         shutil.copy(REPO / name, src / name)
+    # without PYTHONPATH: a checkout on it (with its orig_local.egg-info) reads to pip as an
+    # installed orig-local of the same version, and the install below would be skipped
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ORIG_MODELS_DIR")}
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(wheels), str(src)], check=True, capture_output=True, timeout=300)
+                    "--wheel-dir", str(wheels), str(src)], check=True, capture_output=True, timeout=300, env=env)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     (wheel,) = wheels.glob("orig_local-*.whl")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--no-deps", str(wheel)], check=True, capture_output=True, timeout=300)
+                    "--no-deps", str(wheel)], check=True, capture_output=True, timeout=300, env=env)
     # dependencies from this environment, but not its (editable) orig_local: a plain path entry
     # runs no .pth hooks, and the venv's own site-packages comes first
     import pydantic
 
     site = next((venv / "lib").glob("python*/site-packages"))
     (site / "deps.pth").write_text(str(Path(pydantic.__file__).parents[1]) + "\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ORIG_MODELS_DIR")}
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import orig_local; print(orig_local.__file__)"],
                            env=env, cwd=tmp_path, capture_output=True, text=True)
     assert where.returncode == 0, where.stderr
