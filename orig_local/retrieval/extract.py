@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from orig_local.retrieval.commentposts import pruned_posts
 from orig_local.retrieval.denseblock import densest_block, prune_apparatus
 from orig_local.retrieval.htmldecode import clean_text, decode_html, page_title
 from orig_local.retrieval.threads import all_posts
@@ -54,8 +55,9 @@ class Extractor:
             include_comments=False, include_tables=True, include_links=False, include_images=False,
             config=self.config, favor_precision=favor == "precision", favor_recall=favor == "recall",
         )
-        if text and tree is not None:
-            text = all_posts(tree, text) or densest_block(tree, text) or text
+        if tree is not None:  # the rules read trafilatura's text, which may be empty: all pruned
+            kept = text or ""
+            text = all_posts(tree, kept) or pruned_posts(tree, kept) or densest_block(tree, kept) or text
         return _WIKI_MARKERS.sub("", clean_text(text or "")).strip()
 
 
