@@ -56,7 +56,7 @@ def pruned_posts(root: Any, main_text: str) -> str | None:
     least = max(MIN_GROUP_CHARS, opening)
     if opening > OPENING_MAX or _named_text(root) < least:
         return None
-    texts = _pruned_group(root, _Main(root, main_text), least)
+    texts = _pruned_group(root, _Main(main_text), least)
     if texts is None or opening > OPENING_POSTS * statistics.median(map(len, texts)):
         return None
     return "\n".join([*_not_links(root, main_text), *texts])
