@@ -56,8 +56,11 @@ class Extractor:
             config=self.config, favor_precision=favor == "precision", favor_recall=favor == "recall",
         )
         if tree is not None:  # the rules read trafilatura's text, which may be empty: all pruned
+            # pruned posts first: where trafilatura pruned a thread its text is the menus and
+            # sidebar, whose boxes the post-sequence rule may read as posts (the two rules' groups
+            # never overlap: one needs members trafilatura kept, the other none of the first)
             kept = text or ""
-            text = all_posts(tree, kept) or pruned_posts(tree, kept) or densest_block(tree, kept) or text
+            text = pruned_posts(tree, kept) or all_posts(tree, kept) or densest_block(tree, kept) or text
         return _WIKI_MARKERS.sub("", clean_text(text or "")).strip()
 
 
