@@ -135,6 +135,19 @@ def test_a_news_brief_under_long_comments_keeps_the_comments_out():
     assert not any(c[:25] in text for c in comments)
 
 
+def test_a_blog_post_under_comments_as_long_as_a_third_of_it_keeps_them_out():
+    """Long comments (each a third of the post): the post is no more than three comments long,
+    but at over 1,200 characters of prose it is an article, not an opening post."""
+    paras = [f"Part {k}: we lifted the old crane's jib with two mobile cranes, checked every rivet of the lattice "
+             f"for corrosion, replaced {k + 4} of them with bolts of the same head shape, and painted the whole "
+             f"jib in the red oxide the harbour board used in 1952, mixed to the shade of a surviving panel." for k in range(6)]
+    comments = [f"Comment {j}: " + " ".join(f"I remember the crane in {1960 + j + k}, when it still lifted coal "
+                                           f"from the colliers on the north quay." for k in range(8)) for j in range(24)]
+    text = _read(_disqus_article(paras, comments))
+    assert all(p in text for p in paras)
+    assert not any(c[:25] in text for c in comments)
+
+
 def test_a_qa_page_whose_answers_are_classed_comment_keeps_the_question_and_every_answer():
     """Q&A built on a comment system: the question in its own block, each answer a
     ``div.comment`` with a vote count and a user card, in a ``#comments`` list."""
