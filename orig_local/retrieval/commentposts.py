@@ -57,22 +57,24 @@ def pruned_posts(root: Any, main_text: str) -> str | None:
     least = max(MIN_GROUP_CHARS, opening)
     if opening > OPENING_MAX or _named_text(root) < least:
         return None
-    texts = _pruned_group(root, _Main(main_text), least)
+    texts = _pruned_group(root, _Main(main_text), least, opening)
     if texts is None or opening > OPENING_POSTS * statistics.median(map(len, texts)):
         return None
     return "\n".join([*_not_links(root, main_text), *texts])
 
 
-def _pruned_group(root: Any, main: _Main, least: float) -> list[str] | None:
+def _pruned_group(root: Any, main: _Main, least: float, opening: int) -> list[str] | None:
     """The texts of the post group of densest prose among those inside comment-named elements
-    that trafilatura dropped, hold ``least`` characters or more and few links; None if none."""
+    that trafilatura dropped, hold ``least`` characters or more and few links; None if none, or
+    if none of them may pass the opening-post test (then nothing is measured: a short article
+    under thousands of comments costs C-level serialising, not a walk of every comment)."""
+    groups = [g.members() for g in _groups(root, least) if _inside_named(g.els[0])]
+    # trafilatura kept a group's first members: not pruned (threads.all_posts' case)
+    groups = [members for members in groups if not main.leads(members)]
+    if not any(opening <= OPENING_POSTS * _median_bound(members) for members in groups):
+        return None
     found: list[list[str]] = []
-    for group in _groups(root, least):
-        if not _inside_named(group.els[0]):
-            continue
-        members = group.members()
-        if main.leads(members):  # trafilatura kept them: not pruned (threads.all_posts' case)
-            continue
+    for members in groups:
         chars, links = main.size(members)
         texts = [t for t in (main.read(m)[0] for m in members) if t]
         if chars >= least and links <= MAX_LINK_SHARE * chars and len(texts) >= 2:
@@ -81,6 +83,17 @@ def _pruned_group(root: Any, main: _Main, least: float) -> list[str] | None:
         return None
     most = max(sum(map(len, texts)) for texts in found)
     return max((t for t in found if sum(map(len, t)) >= most / 2), key=_mean_line)
+
+
+def _median_bound(members: list[Any]) -> float:
+    """An upper bound of the median length of the members' rendered texts: twice the median of
+    their whole text serialised in C (a render joins words by one space or line break: at most as
+    many separators as word characters), over the members with any text. (A member whose text
+    is all script or style renders empty but counts here: a page of such members is no thread.)"""
+    from lxml import etree
+
+    sizes = [len(etree.tostring(m, method="text", encoding=str, with_tail=False).strip()) for m in members]
+    return 2 * statistics.median([n for n in sizes if n] or [0])
 
 
 def _named_text(root: Any) -> int:
