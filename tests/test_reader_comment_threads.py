@@ -169,3 +169,25 @@ def test_a_qa_page_whose_answers_are_classed_comment_keeps_the_question_and_ever
     assert question in text
     for chrome in ("reputation", "boatwright3", "Popular 1", "Rule 3", "viewed 4,210"):
         assert chrome not in text, f"{chrome!r} kept"
+
+
+def test_a_thread_of_short_line_replies_near_the_opening_post_bound_keeps_its_replies():
+    """The cheap bound that spares measuring (a group's median reply, from its text serialised
+    in C) must not turn away a thread the rule is for: replies written as many short lines (a
+    cutting list) render longer than their raw text, one line break per line, and the opening
+    post here is just under three rendered replies but over three raw ones."""
+    replies = [[f"{k:02d}x{i:02d}cm" for k in range(50)] for i in range(30)]  # 50 lines of 7 characters
+    raw, rendered = len("".join(replies[0])), len("\n".join(replies[0]))
+    opening_lines = [f"Line {k} of the question: which lengths of oak do I cut for the floorboards of a twelve "
+                     f"foot dinghy?" for k in range(11)]
+    opening = sum(map(len, opening_lines))
+    assert 3 * raw < opening <= 3 * rendered <= 1200, (raw, rendered, opening)  # the shape under test
+    cards = "".join(f"<li class='comment' id='comment-{i}'><div class='comment-author'>joiner{i % 8}</div>"
+                    f"<div class='comment-content'>{''.join(f'<p>{line}</p>' for line in r)}</div></li>"
+                    for i, r in enumerate(replies))
+    main = (f"<div class='question'><h1>Cutting list for floorboards</h1><div class='question-body'>"
+            f"{''.join(f'<p>{line}</p>' for line in opening_lines)}</div></div>"
+            f"<ol class='comment-list'>{cards}</ol>")
+    text = _read(_page("Cutting list for floorboards", main))
+    assert all(line in text.splitlines() for r in replies for line in r)
+    assert all(line in text for line in opening_lines)  # (the user boxes are lines as short as the replies')
