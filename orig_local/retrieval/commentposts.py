@@ -17,15 +17,22 @@ median post. The main text is then trafilatura's lines that are not the text of 
 opening post or question, the heading; not the menu) followed by every post in document order,
 of nested groups (``comment`` > ``comment-body``) the one of densest prose, as in ``threads``.
 
+It runs before the post-sequence rule: on such a page trafilatura's text is menus and sidebar,
+whose boxes that rule may read as posts. The two never claim the same group: that rule needs
+members trafilatura kept, this one none of the first three.
+
 An article with reader comments is left alone: its text is several times a comment (a news
 report is a dozen comments long, a blog post longer), so the prose test fails, however many
 comments there are. A short news brief under long comments can pass it; then the comments are
-added after the brief, which stays (the cost there is precision, never the article).
+added after the brief, which stays (the cost there is precision, never the article). Lines of
+trafilatura's text that are no link stay as they are, a sidebar's prose among them if it kept one.
 
 Cost: on a page whose trafilatura text holds more prose than ``OPENING_MAX`` (most articles) the
-rule reads that text only; otherwise one C-level XPath tells whether the page names anything like
-comments at all, and only then are the groups found (lxml's C iteration, C-serialised bounds) and
-those inside comment sections measured (``bench_retrieval.py`` prints the share).
+rule reads that text only; otherwise one XPath over the class and id attributes finds the
+elements named like comments, and only when their text (serialised in C) may hold the posts are
+the groups found (lxml's C iteration, C-serialised bounds); when none of them may pass the
+median-post test (a C-serialised bound again) none is measured. ``bench_retrieval.py`` prints the
+share; a thread it reads costs one walk of each nesting level of its post markup.
 """
 
 from __future__ import annotations
