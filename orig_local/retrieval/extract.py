@@ -1,5 +1,7 @@
 """Main-content extraction: HTML in, plain main text and metadata out (trafilatura, plus the
-post-sequence rule of :mod:`orig_local.retrieval.threads`).
+structural rules of :mod:`orig_local.retrieval.commentposts` (threads trafilatura pruned as
+comments), :mod:`orig_local.retrieval.threads` (post sequences) and
+:mod:`orig_local.retrieval.denseblock` (apparatus, loose fragments)).
 
 Plain text, not markdown: trafilatura's markdown escapes ``_ < [ ~ *`` with backslashes and keeps
 ``<u>`` tags (49 and 8 of 181 pages of a public article-extraction benchmark), which cost the
