@@ -9,8 +9,8 @@
    held-out pages of ``data/extraction/heldout/`` (``benchmarks/_heldout_pages.py`` writes them).
 2. **Extraction speed** on the same pages, one thread: pages per CPU-second (= per core), CPU
    time per page, for both. Goals: >= 40 pages/s per core, and no more CPU than trafilatura.
-   The same on the held-out pages, and the shares the post-sequence rule and the apparatus/dense-block
-   rules add (timed apart).
+   The same on the held-out pages, and the shares the post-sequence, pruned-posts and
+   apparatus/dense-block rules add (timed apart).
 3. **End-to-end** over HTTP on 127.0.0.1 (seeded synthetic set, so comparable across commits):
    page reads/s (HTTP + decode + extract + checks) and image fetches/s (HTTP + verify + decode
    + EXIF + RGB + downscale + hashes), and decode-only images/s.
@@ -29,6 +29,7 @@ import asyncio
 import random
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 import _bench  # noqa: F401  (puts this checkout on sys.path)
 from _bench import Samples, figure, footer, header, measure, print_timing
@@ -84,8 +85,13 @@ def speed_section(title: str, htmls: list[str], extractors, url: str, args, goal
     ratio = [r / t for r, t in zip(cpu_per_page["reader"], cpu_per_page["trafilatura"], strict=True)]
     figure("reader CPU / trafilatura CPU", ratio, "x", goal=1.0 if goal else None, higher_is_better=False,
            note="paired rounds, the two taking turns page by page")
-    figure("post-sequence rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats), "%",
+    from orig_local.retrieval.commentposts import pruned_posts
+    from orig_local.retrieval.threads import all_posts
+
+    figure("post-sequence rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats, all_posts), "%",
            higher_is_better=False, note="same pages, timed apart: steadier than the ratio on a loaded machine")
+    figure("pruned-posts rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats, pruned_posts), "%",
+           higher_is_better=False, note="same pages, timed apart")
     figure("apparatus pruning + dense-block check / trafilatura CPU", dense_rule_share(htmls, args.repeats), "%",
            higher_is_better=False, note="same pages, timed apart")
 
@@ -116,15 +122,15 @@ def paired_rounds(extractors: dict[str, Callable[[str, str], str]], htmls: list[
     return out
 
 
-def post_rule_share(htmls: list[str], repeats: int) -> list[float]:
-    """Per round, CPU of the reader's post-sequence rule (``threads.all_posts``) as a percentage
-    of the parse + trafilatura call it follows, on the same trees."""
+def post_rule_share(htmls: list[str], repeats: int, rule_fn: Callable[[Any, str], str | None]) -> list[float]:
+    """Per round, CPU of one of the reader's post rules (``threads.all_posts``,
+    ``commentposts.pruned_posts``) as a percentage of the parse + trafilatura call it follows,
+    on the same trees."""
     import time
 
     from trafilatura.utils import load_html
 
     from orig_local.retrieval.extract import _extractor
-    from orig_local.retrieval.threads import all_posts
 
     extractor = _extractor()
     shares = []
@@ -136,7 +142,7 @@ def post_rule_share(htmls: list[str], repeats: int) -> list[float]:
             text = extractor.trafilatura.extract(tree, output_format="txt", include_comments=False,
                                                  include_tables=True, config=extractor.config)
             middle = time.process_time()
-            all_posts(tree, text or "")
+            rule_fn(tree, text or "")
             base, rule = base + middle - start, rule + time.process_time() - middle
         shares.append(100 * rule / base)
     return shares

@@ -142,7 +142,8 @@ def test_heldout_pages_are_what_the_generator_writes_and_gold_is_page_text():
     pages = _extraction.load_pages(_extraction.DATA / "heldout")
     makers = {"forum_varnish_en": _heldout_pages.forum_page, "qa_sourdough_en": _heldout_pages.qa_page,
               "news_comments_passerelle_fr": _heldout_pages.news_comments_page,
-              "forum_cadena_es": _heldout_pages.discourse_page, "forum_silikon_de": _heldout_pages.vbulletin_page}
+              "forum_cadena_es": _heldout_pages.discourse_page, "forum_silikon_de": _heldout_pages.vbulletin_page,
+              "qa_cotto_it": _heldout_pages.wordpress_qa_page}
     assert {p.name for p in pages} == set(makers)
     for page in pages:
         assert (page.html, page.gold) == makers[page.name](), page.name  # files not edited by hand

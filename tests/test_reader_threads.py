@@ -109,3 +109,22 @@ def test_the_parse_worker_never_imports_the_reader():
             "from orig_local.retrieval.reader import ParseWorkers, ParseTimeout, WebPageReader, decode_html, "
             "extract_main_text, parse_response, now_iso, cap_text, page_title, looks_like_bot_wall")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_render_keeps_the_text_after_an_html_comment_and_counts_it():
+    """A caller's tree may hold comments (``<!-- -->``, and ``<?...?>``, which the HTML parser
+    reads as one): the text after one is part of its element, in render and in the size a group
+    is measured by (the same as :func:`own_size` counts)."""
+    from lxml import etree
+    from lxml import html as lxml_html
+
+    from orig_local.retrieval.threads import _SKIP, _walk, own_size
+
+    el = lxml_html.fromstring("<div class='content'>First <!-- ad slot --> after the comment<p>para <!-- x -->"
+                              "rest of para</p><?php echo 1 ?>after the instruction <b>bold</b><!-- end --> end"
+                              "<script>var a = 1;<!-- hidden -->not text</script> <a href='/x'>link<!--c-->text</a></div>")
+    assert render(el) == "First after the comment\npara rest of para\nafter the instruction bold end linktext"
+    sizes: dict = {}
+    for _, node in etree.iterwalk(el, events=("end",)):
+        sizes[node] = own_size(node, sizes, _SKIP)
+    assert _walk(el)[1:] == sizes[el]

@@ -1,5 +1,7 @@
 """Main-content extraction: HTML in, plain main text and metadata out (trafilatura, plus the
-post-sequence rule of :mod:`orig_local.retrieval.threads`).
+structural rules of :mod:`orig_local.retrieval.commentposts` (threads trafilatura pruned as
+comments), :mod:`orig_local.retrieval.threads` (post sequences) and
+:mod:`orig_local.retrieval.denseblock` (apparatus, loose fragments)).
 
 Plain text, not markdown: trafilatura's markdown escapes ``_ < [ ~ *`` with backslashes and keeps
 ``<u>`` tags (49 and 8 of 181 pages of a public article-extraction benchmark), which cost the
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from orig_local.retrieval.commentposts import pruned_posts
 from orig_local.retrieval.denseblock import densest_block, prune_apparatus
 from orig_local.retrieval.htmldecode import clean_text, decode_html, page_title
 from orig_local.retrieval.threads import all_posts
@@ -54,8 +57,12 @@ class Extractor:
             include_comments=False, include_tables=True, include_links=False, include_images=False,
             config=self.config, favor_precision=favor == "precision", favor_recall=favor == "recall",
         )
-        if text and tree is not None:
-            text = all_posts(tree, text) or densest_block(tree, text) or text
+        if tree is not None:  # the rules read trafilatura's text, which may be empty: all pruned
+            # pruned posts first: where trafilatura pruned a thread its text is the menus and
+            # sidebar, whose boxes the post-sequence rule may read as posts (the two rules' groups
+            # never overlap: one needs members trafilatura kept, the other none of the first)
+            kept = text or ""
+            text = pruned_posts(tree, kept) or all_posts(tree, kept) or densest_block(tree, kept) or text
         return _WIKI_MARKERS.sub("", clean_text(text or "")).strip()
 
 

@@ -40,7 +40,6 @@ _SKIP = frozenset({"script", "style", "noscript", "template", "nav", "header", "
 _BLOCK = frozenset({"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
                     "table", "blockquote", "pre", "section", "article", "dd", "dt", "hr"})
 _SPACE = re.compile(r"\s+")
-_ANY_COMMENT = "boolean(descendant::comment() | descendant::processing-instruction())"
 _DIGITS = re.compile(r"\d+")
 
 MIN_GROUP_CHARS = 200   # a group with less text than a short paragraph is page furniture
@@ -125,20 +124,6 @@ def _end_key(el: Any) -> tuple[int, ...]:
     return tuple(reversed(path))
 
 
-def _size(members: list[Any]) -> tuple[int, int]:
-    """(text characters, characters inside links) of a group: one bottom-up walk of each member."""
-    from lxml import etree
-
-    chars = links = 0
-    for member in members:
-        sizes: dict[Any, tuple[int, int]] = {}
-        for _, el in etree.iterwalk(member, events=("end",)):
-            sizes[el] = own_size(el, sizes, _SKIP, forget=True)
-        c, k = sizes[member]
-        chars, links = chars + c, links + k
-    return chars, links
-
-
 def _group_key(el: Any, tag: str) -> tuple[str, str] | None:
     """(tag, class), else (tag, id with its digits masked): vBulletin's ``post_message_88100``
     and many CMS' ``comment-5001`` carry no class, only a numbered id."""
@@ -177,15 +162,21 @@ def render(el: Any) -> str:
 def _walk(el: Any) -> tuple[str, int, int]:
     """:func:`render`'s text, and the element's (text characters, characters inside links) as
     :func:`own_size` counts them, from one walk: a group's size costs nothing beside reading
-    it. (lxml walks elements only: a comment's tail is in neither; :func:`_checked_groups`
-    measures a tree holding comments with :func:`_size`.)"""
+    it. A comment (``<!-- -->``, or ``<?...?>``, which the HTML parser reads as one) is no text,
+    but the text after it is its parent's: lxml reports it only when asked for comment events."""
     from lxml import etree
 
     parts: list[str] = []
     skip_depth = 0
     open_sizes: list[list[int]] = []  # [chars, links] of each element open on the way down
     size = (0, 0)
-    for event, node in etree.iterwalk(el, events=("start", "end")):
+    for event, node in etree.iterwalk(el, events=("start", "end", "comment", "pi")):
+        if event in ("comment", "pi"):
+            tail = node.tail or ""
+            open_sizes[-1][0] += len(tail.strip())
+            if not skip_depth:
+                parts.append(tail)
+            continue
         tag = node.tag
         if not isinstance(tag, str):
             tag = ""
@@ -245,13 +236,11 @@ class _Main:
     text characters, link characters): the first members are read before a group is measured,
     and again with the rest."""
 
-    def __init__(self, root: Any, main_text: str):
+    def __init__(self, main_text: str):
         self.text = main_text
         self.chars = len(_flat(main_text))
         self._index: tuple[set[tuple[str, ...]], set[str]] | None = None  # built only when a group is read
         self._read: dict[Any, tuple[str, int, int]] = {}
-        self._root = root
-        self._comments: bool | None = None  # whether the tree holds comments: asked when a group is measured
 
     def read(self, member: Any) -> tuple[str, int, int]:
         if member not in self._read:
@@ -272,10 +261,6 @@ class _Main:
 
     def size(self, members: list[Any]) -> tuple[int, int]:
         """(text characters, characters inside links) of a group, as :func:`own_size` counts."""
-        if self._comments is None:
-            self._comments = bool(self._root.xpath(_ANY_COMMENT))
-        if self._comments:  # own_size counts a comment's tail, which no walk sees
-            return _size(members)
         reads = [self.read(m) for m in members]
         return sum(r[1] for r in reads), sum(r[2] for r in reads)
 
@@ -309,7 +294,7 @@ def all_posts(root: Any, main_text: str) -> str | None:
     user boxes and signatures around it, which are short lines."""
     if not main_text.split():
         return None
-    main = _Main(root, main_text)
+    main = _Main(main_text)
     # a group with less text than its share of trafilatura's needs no strings built (user boxes,
     # dates and signatures are groups too); 0.75: the two measures count whitespace differently
     least = max(MIN_GROUP_CHARS, 0.75 * MIN_SHARE_OF_MAIN * main.chars)
