@@ -86,13 +86,15 @@ def speed_section(title: str, htmls: list[str], extractors, url: str, args, goal
     figure("reader CPU / trafilatura CPU", ratio, "x", goal=1.0 if goal else None, higher_is_better=False,
            note="paired rounds, the two taking turns page by page")
     from orig_local.retrieval.commentposts import pruned_posts
+    from orig_local.retrieval.denseblock import densest_block, prune_apparatus
     from orig_local.retrieval.threads import all_posts
 
-    figure("post-sequence rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats, all_posts), "%",
+    figure("post-sequence rule / reader's trafilatura CPU", rule_share(htmls, args.repeats, all_posts), "%",
            higher_is_better=False, note="same pages, timed apart: steadier than the ratio on a loaded machine")
-    figure("pruned-posts rule / reader's trafilatura CPU", post_rule_share(htmls, args.repeats, pruned_posts), "%",
+    figure("pruned-posts rule / reader's trafilatura CPU", rule_share(htmls, args.repeats, pruned_posts), "%",
            higher_is_better=False, note="same pages, timed apart")
-    figure("apparatus pruning + dense-block check / trafilatura CPU", dense_rule_share(htmls, args.repeats), "%",
+    figure("apparatus pruning + dense-block check / trafilatura CPU",
+           rule_share(htmls, args.repeats, densest_block, prune_apparatus), "%",
            higher_is_better=False, note="same pages, timed apart")
 
 
@@ -122,10 +124,12 @@ def paired_rounds(extractors: dict[str, Callable[[str, str], str]], htmls: list[
     return out
 
 
-def post_rule_share(htmls: list[str], repeats: int, rule_fn: Callable[[Any, str], str | None]) -> list[float]:
-    """Per round, CPU of one of the reader's post rules (``threads.all_posts``,
-    ``commentposts.pruned_posts``) as a percentage of the parse + trafilatura call it follows,
-    on the same trees."""
+def rule_share(htmls: list[str], repeats: int, rule_fn: Callable[[Any, str], str | None],
+               prune_fn: Callable[[Any], None] | None = None) -> list[float]:
+    """Per round, CPU of the reader's rules around its trafilatura call, as a percentage of the
+    parse + trafilatura call, on the same trees: ``prune_fn`` on the parsed tree before the call
+    (``denseblock.prune_apparatus``), ``rule_fn`` on the tree and its text after it
+    (``threads.all_posts``, ``commentposts.pruned_posts``, ``denseblock.densest_block``)."""
     import time
 
     from trafilatura.utils import load_html
@@ -139,41 +143,16 @@ def post_rule_share(htmls: list[str], repeats: int, rule_fn: Callable[[Any, str]
         for html in htmls:
             start = time.process_time()
             tree = load_html(html)
-            text = extractor.trafilatura.extract(tree, output_format="txt", include_comments=False,
-                                                 include_tables=True, config=extractor.config)
-            middle = time.process_time()
-            rule_fn(tree, text or "")
-            base, rule = base + middle - start, rule + time.process_time() - middle
-        shares.append(100 * rule / base)
-    return shares
-
-
-def dense_rule_share(htmls: list[str], repeats: int) -> list[float]:
-    """Per round, CPU of the reader's wiki-apparatus pruning and dense-block check
-    (``retrieval.denseblock``) as a percentage of the parse + trafilatura call, on the same trees."""
-    import time
-
-    from trafilatura.utils import load_html
-
-    from orig_local.retrieval.denseblock import densest_block, prune_apparatus
-    from orig_local.retrieval.extract import _extractor
-
-    extractor = _extractor()
-    shares = []
-    for _ in range(repeats):
-        base = rule = 0.0
-        for html in htmls:
-            start = time.process_time()
-            tree = load_html(html)
-            middle = time.process_time()
-            prune_apparatus(tree)
+            parsed = time.process_time()
+            if prune_fn is not None:
+                prune_fn(tree)
             pruned = time.process_time()
             text = extractor.trafilatura.extract(tree, output_format="txt", include_comments=False,
                                                  include_tables=True, config=extractor.config)
             done = time.process_time()
-            densest_block(tree, text or "")
-            base += (middle - start) + (done - pruned)
-            rule += (pruned - middle) + (time.process_time() - done)
+            rule_fn(tree, text or "")
+            base += (parsed - start) + (done - pruned)
+            rule += (pruned - parsed) + (time.process_time() - done)
         shares.append(100 * rule / base)
     return shares
 
