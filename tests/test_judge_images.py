@@ -122,7 +122,7 @@ def test_reference_images_are_bounded_and_follow_the_file(tmp_path):
     assert refs.get(str(paths[0])) is first  # the same file: the same prepared picture
     for p in paths[1:]:
         refs.get(p)
-    assert len(refs._refs) == 2 and refs.get(paths[0]) is not first  # evicted, least recent first
+    assert len(refs) == 2 and refs.get(paths[0]) is not first  # evicted, least recent first
     before = refs.get(paths[3]).sha256()
     Image.new("RGB", (64, 64), (0, 255, 0)).save(paths[3])  # changed on disk: read again
     assert refs.get(paths[3]).sha256() != before

@@ -22,7 +22,6 @@ import json
 import math
 import re
 import string
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +31,7 @@ from pydantic import BaseModel, RootModel, StrictBool
 from orig_local.evaluation.items import BenchmarkItem, GoldFact, Question
 from orig_local.evaluation.request_budget import RequestBudget
 from orig_local.evaluation.verdict import Verdict, record_finish  # defined below both judges; public here too
+from orig_local.filememo import FileMemo
 from orig_local.llm.base import ChatError, ImageRef, Message, StructuredOutputError, system, user
 
 if TYPE_CHECKING:
@@ -214,23 +214,17 @@ class ReferenceImages:
 
     def __init__(self, max_bytes: int = 256 * 2**20):
         self.max_bytes = max_bytes
-        self._refs: OrderedDict[tuple[str, int, int], ImageRef] = OrderedDict()
-        self._bytes = 0
+        self._refs: FileMemo[ImageRef] = FileMemo(max_bytes)
+
+    def __len__(self) -> int:
+        return len(self._refs)
 
     def get(self, path: str | Path) -> ImageRef:
-        p = Path(path).resolve()
-        st = p.stat()
-        key = (str(p), st.st_mtime_ns, st.st_size)
-        ref = self._refs.get(key)
-        if ref is None:
-            ref = self._refs[key] = ImageRef(p, label="reference")
-            self._bytes += st.st_size * 4 // 3  # held as a base64 data URI
-            while self._bytes > self.max_bytes and len(self._refs) > 1:
-                (_, _, size), _ = self._refs.popitem(last=False)
-                self._bytes -= size * 4 // 3
-        else:
-            self._refs.move_to_end(key)
-        return ref
+        return self._refs.get(path, _reference)[0]
+
+
+def _reference(path: Path, size: int) -> tuple[ImageRef, int]:
+    return ImageRef(path, label="reference"), size * 4 // 3  # held as a base64 data URI
 
 
 # --------------------------------------------------------------------------- the judge
